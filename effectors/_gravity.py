@@ -1,0 +1,261 @@
+r"""Gravity bodies: point masses and spherical harmonics, with Basilisk's central-body formulation.
+
+Gravity is a *field*, not a dynamic effector: the spacecraft evaluates it at the composite CoM $C$ and
+applies $m_{sc}\mathbf g_N$ through $C$ (`physics/hub_bsm.md` §3.1).
+
+Several bodies superpose. When one body is flagged `central=True` the spacecraft's position/velocity
+states are relative to it, and the field includes the indirect term of every other body $P$:
+$$\mathbf g_N = \sum_P \mathbf g_P(\mathbf r_{C/N} - \mathbf r_{P/N}) + \sum_{P \ne \oplus} \mathbf g_P(\mathbf r_{P/\oplus}).$$
+Body positions $\mathbf r_{P/N}(t)$ are constant arrays or functions of time (ephemerides).
+
+The potential used for energy logging is the point-mass one, $U = -\sum_P \mu_P/\|\mathbf r_{C/P}\|$ (plus
+the indirect terms), even for spherical harmonics, exactly as Basilisk logs it.
+"""
+
+import abc
+import math
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim._signals import evaluate
+from jaxsim._validation import as_array, check_name, check_orthonormal, check_positive
+
+
+class AbstractGravityBody(eqx.Module):
+    """A gravitating body with gravitational parameter `mu` [m^3/s^2] and a position [m] in N."""
+
+    name: eqx.AbstractVar[str]
+    mu: eqx.AbstractVar[jnp.ndarray]
+    central: eqx.AbstractVar[bool]
+    r_PN_N: eqx.AbstractVar[object]
+
+    def position(self, t):
+        """Body position $\\mathbf r_{P/N}(t)$ [m], $\\mathcal N$ components."""
+        return evaluate(self.r_PN_N, t)
+
+    @abc.abstractmethod
+    def field(self, t, x_N):
+        """Acceleration [m/s^2] ($\\mathcal N$ comps) at position `x_N` relative to the body centre."""
+
+    def potential(self, t, x_N):
+        """Specific potential energy used for logging, $-\\mu/\\|x\\|$ [J/kg]."""
+        return -self.mu / jnp.linalg.norm(x_N)
+
+
+def _position_arg(cls, r_PN_N):
+    if r_PN_N is None:
+        return jnp.zeros(3)
+    if callable(r_PN_N):
+        return r_PN_N
+    return as_array(cls, "r_PN_N", r_PN_N, "m", (3,))
+
+
+class PointMassGravity(AbstractGravityBody):
+    r"""Point-mass field $\mathbf g(\mathbf x) = -\mu\,\mathbf x/\|\mathbf x\|^3$.
+
+    **Arguments:**
+
+    - `mu`: gravitational parameter [m^3/s^2], > 0.
+    - `r_PN_N`: body position [m] in $\mathcal N$: a constant `(3,)` array (default the origin) or a
+      function of time `t -> (3,)` (an ephemeris).
+    - `central`: the spacecraft states are relative to this body (at most one central body).
+    - `name`: unique name of the body.
+    """
+
+    mu: jnp.ndarray
+    r_PN_N: object
+    central: bool = eqx.field(static=True)
+    name: str = eqx.field(static=True)
+
+    def __init__(self, mu, *, r_PN_N=None, central: bool = False, name: str = "earth"):
+        cls = "PointMassGravity"
+        self.mu = check_positive(cls, "mu", as_array(cls, "mu", mu, "m^3/s^2", ()), "m^3/s^2")
+        self.r_PN_N = _position_arg(cls, r_PN_N)
+        self.central = bool(central)
+        self.name = check_name(cls, "name", name)
+
+    def field(self, t, x_N):
+        r = jnp.linalg.norm(x_N)
+        return -self.mu * x_N / r**3
+
+
+class SphericalHarmonicGravity(AbstractGravityBody):
+    r"""Spherical-harmonic field from fully normalised coefficients $\bar C_{lm}, \bar S_{lm}$.
+
+    $U = \frac{\mu}{r}\sum_{l=0}^{L}\sum_{m=0}^{l}(R/r)^l \bar P_{lm}(\sin\phi)[\bar C_{lm}\cos m\lambda +
+    \bar S_{lm}\sin m\lambda]$ (geodesy normalisation, no Condon-Shortley phase); the acceleration
+    $\nabla U$ is computed with Pines' singularity-free formulation (Lundberg & Schutz recursions),
+    in the planet-fixed frame $\mathcal P$: $\mathbf g_N = [PN]^T \mathbf a([PN]\mathbf x_N)$.
+    $\bar C_{00}$ carries the point-mass term (normally 1).
+
+    **Arguments:**
+
+    - `mu` [m^3/s^2], `radius` reference (equatorial) radius $R$ [m].
+    - `C`, `S`: normalised coefficients, shape `(L+1, L+1)`, indexed `[l, m]` (entries with m > l ignored).
+    - `degree`, `order`: truncation (default: all of `C`); `order <= degree`.
+    - `dcm_PN`: planet-fixed orientation $[PN]$ (constant 3x3 or a function of time), default identity.
+    - `r_PN_N`, `central`, `name`: as for `PointMassGravity`.
+
+    **Reference:** Pines, S., "Uniform representation of the gravitational potential and its
+    derivatives", AIAA J. 11(11), 1973, doi:10.2514/3.50631; Lundberg & Schutz, J. Guid. Control 11(1),
+    1988, doi:10.2514/3.20271.
+    """
+
+    mu: jnp.ndarray
+    radius: jnp.ndarray
+    C: jnp.ndarray
+    S: jnp.ndarray
+    dcm_PN: object
+    r_PN_N: object
+    degree: int = eqx.field(static=True)
+    order: int = eqx.field(static=True)
+    central: bool = eqx.field(static=True)
+    name: str = eqx.field(static=True)
+
+    def __init__(
+        self,
+        mu,
+        radius,
+        C,
+        S=None,
+        *,
+        degree=None,
+        order=None,
+        dcm_PN=None,
+        r_PN_N=None,
+        central: bool = False,
+        name: str = "earth",
+    ):
+        cls = "SphericalHarmonicGravity"
+        self.mu = check_positive(cls, "mu", as_array(cls, "mu", mu, "m^3/s^2", ()), "m^3/s^2")
+        self.radius = check_positive(cls, "radius", as_array(cls, "radius", radius, "m", ()), "m")
+        C = as_array(cls, "C", C, "-", (None, None))
+        if C.shape[0] != C.shape[1] or C.shape[0] < 1:
+            raise ValueError(f"{cls}: `C` [-] must be square (L+1, L+1); got shape {C.shape}.")
+        S = jnp.zeros_like(C) if S is None else as_array(cls, "S", S, "-", C.shape)
+        lmax = C.shape[0] - 1
+        degree = lmax if degree is None else int(degree)
+        order = degree if order is None else int(order)
+        if not 0 <= degree <= lmax:
+            raise ValueError(f"{cls}: `degree` must be in [0, {lmax}] (size of `C`); got {degree}.")
+        if not 0 <= order <= degree:
+            raise ValueError(f"{cls}: `order` must be in [0, degree={degree}]; got {order}.")
+        keep = np.zeros((degree + 1, degree + 1))
+        for l in range(degree + 1):
+            keep[l, : min(l, order) + 1] = 1.0
+        self.C = C[: degree + 1, : degree + 1] * keep
+        self.S = S[: degree + 1, : degree + 1] * keep
+        self.degree, self.order = degree, order
+        if dcm_PN is None:
+            dcm_PN = jnp.eye(3)
+        elif not callable(dcm_PN):
+            dcm_PN = check_orthonormal(cls, "dcm_PN", as_array(cls, "dcm_PN", dcm_PN, "-", (3, 3)))
+        self.dcm_PN = dcm_PN
+        self.r_PN_N = _position_arg(cls, r_PN_N)
+        self.central = bool(central)
+        self.name = check_name(cls, "name", name)
+
+    @classmethod
+    def j2(cls, mu, radius, J2, **kwargs):
+        r"""Zonal J2-only field: $\bar C_{20} = -J_2/\sqrt5$, $\bar C_{00} = 1$."""
+        J2 = as_array("SphericalHarmonicGravity.j2", "J2", J2, "-", ())
+        C = jnp.zeros((3, 3)).at[0, 0].set(1.0).at[2, 0].set(-J2 / math.sqrt(5.0))
+        return cls(mu, radius, C, **kwargs)
+
+    def field(self, t, x_N):
+        dcm = evaluate(self.dcm_PN, t)
+        return dcm.T @ self.field_planet_fixed(dcm @ x_N)
+
+    def field_planet_fixed(self, x_P):
+        """Acceleration $\\nabla U$ [m/s^2] at planet-fixed position `x_P` [m]."""
+        return _pines_acceleration(x_P, self.mu, self.radius, self.C, self.S, self.degree)
+
+
+def _pines_coefficients(L):
+    """Static recursion coefficients of the derived Legendre functions, as numpy arrays."""
+    K = lambda m: 1.0 if m == 0 else 2.0
+    n1 = np.zeros((L + 2, L + 2))
+    n2 = np.zeros((L + 2, L + 2))
+    for l in range(2, L + 2):
+        for m in range(0, l - 1):
+            n1[l, m] = math.sqrt((2 * l + 1) * (2 * l - 1) / ((l - m) * (l + m)))
+            n2[l, m] = math.sqrt(
+                (l + m - 1) * (2 * l + 1) * (l - m - 1) / ((l - m) * (l + m) * (2 * l - 3))
+            )
+    diag = np.array(
+        [0.0] + [math.sqrt((2 * l + 1) * K(l) / (2 * l * K(l - 1))) for l in range(1, L + 2)]
+    )
+    sub = np.array([0.0] + [math.sqrt(2 * l * K(l - 1) / K(l)) for l in range(1, L + 2)])
+    q1 = np.zeros((L + 1, L + 1))
+    q2 = np.zeros((L + 1, L + 1))
+    for l in range(L + 1):
+        for m in range(l + 1):
+            q1[l, m] = math.sqrt((l - m) * K(m) * (l + m + 1) / K(m + 1))
+            q2[l, m] = math.sqrt(
+                (l + m + 2) * (l + m + 1) * (2 * l + 1) * K(m) / ((2 * l + 3) * K(m + 1))
+            )
+    return n1, n2, diag, sub, q1, q2
+
+
+def _pines_acceleration(x, mu, radius, C, S, L):
+    n1, n2, diag, sub, q1, q2 = _pines_coefficients(L)
+    r = jnp.linalg.norm(x)
+    s, t, u = x[0] / r, x[1] / r, x[2] / r
+    # Derived Legendre functions A[l, m], l <= L+1, padded to L+3 columns so that A[l, m+1] exists.
+    rows = [jnp.zeros(L + 3).at[0].set(1.0)]
+    for l in range(1, L + 2):
+        prev = rows[l - 1]
+        row = jnp.zeros(L + 3)
+        if l >= 2:
+            prev2 = rows[l - 2]
+            m = np.arange(l - 1)
+            row = row.at[m].set(u * n1[l, m] * prev[m] - n2[l, m] * prev2[m])
+        all_ = diag[l] * prev[l - 1]
+        row = row.at[l].set(all_)
+        row = row.at[l - 1].set(u * sub[l] * all_)
+        rows.append(row)
+    A = jnp.stack(rows)
+    # Real and imaginary parts of (s + i t)^m, m = 0..L; index -1 (R_{m-1} at m = 0) is zero.
+    Rm, Im = [jnp.ones(())], [jnp.zeros(())]
+    for _ in range(1, L + 1):
+        Rm.append(s * Rm[-1] - t * Im[-1])
+        Im.append(s * Im[-1] + t * Rm[-2])
+    Rm, Im = jnp.stack(Rm), jnp.stack(Im)
+    Rm1 = jnp.concatenate([jnp.zeros(1), Rm[:-1]])
+    Im1 = jnp.concatenate([jnp.zeros(1), Im[:-1]])
+    rho = (mu / r) * (radius / r) ** jnp.arange(L + 2)
+    D = C * Rm + S * Im
+    E = C * Rm1 + S * Im1
+    F = S * Rm1 - C * Im1
+    mvec = jnp.arange(L + 1)
+    Alm = A[: L + 1, : L + 1]
+    w = rho[1 : L + 2] / radius  # rho_{l+1}/R for l = 0..L
+    a1 = jnp.sum(w * jnp.sum(mvec * Alm * E, axis=1))
+    a2 = jnp.sum(w * jnp.sum(mvec * Alm * F, axis=1))
+    a3 = jnp.sum(w * jnp.sum(q1 * A[: L + 1, 1 : L + 2] * D, axis=1))
+    a4 = -jnp.sum(w * jnp.sum(q2 * A[1 : L + 2, 1 : L + 2] * D, axis=1))
+    return jnp.stack([a1 + s * a4, a2 + t * a4, a3 + u * a4])
+
+
+def gravity_at(bodies, t, r_CN_N):
+    r"""Total field at the spacecraft CoM (states relative to the integration origin).
+
+    **Returns:** `(g_N, U, r_origin_N)`: acceleration [m/s^2], logged specific potential [J/kg], and
+    the position of the integration origin (the central body, else zero).
+    """
+    central = [b for b in bodies if b.central]
+    r_origin = central[0].position(t) if central else jnp.zeros(3)
+    r_abs = r_CN_N + r_origin
+    g = jnp.zeros(3)
+    U = jnp.zeros(())
+    for b in bodies:
+        x = r_abs - b.position(t)
+        g = g + b.field(t, x)
+        U = U + b.potential(t, x)
+        if central and b is not central[0]:
+            x_P = b.position(t) - r_origin
+            g = g + b.field(t, x_P)
+            U = U + b.potential(t, x_P)
+    return g, U, r_origin

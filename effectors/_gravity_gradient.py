@@ -1,0 +1,57 @@
+r"""Gravity-gradient torque (Basilisk `GravityGradientEffector`)."""
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from jaxsim._validation import check_name
+
+from ._effector import AbstractDynamicEffector
+from ._gravity import AbstractGravityBody
+from ._types import ForceTorque, HubContext
+
+
+class GravityGradient(AbstractDynamicEffector):
+    r"""Torque $\boldsymbol\tau_B = \sum_P \frac{3\mu_P}{R_P^3}\,\hat{\mathbf r}_B\times[I_C]\hat{\mathbf r}_B$.
+
+    $\mathbf R_P = \mathbf r_{C/P}$ is the composite CoM relative to the body $P$ (absolute positions,
+    so a central body that is not at the origin is handled consistently; Basilisk uses the hub state
+    and the ephemeris position, which agree only when the central body is at the origin),
+    $\hat{\mathbf r}_B = [BN]\mathbf R_P/R_P$ and $[I_C]$ the current composite inertia about $C$.
+    No force.
+
+    **Arguments:**
+
+    - `bodies`: the gravity bodies whose gradient acts (e.g. the spacecraft's `PointMassGravity`).
+    - `name`: unique effector name.
+
+    **Reference:** Schaub & Junkins, *Analytical Mechanics of Space Systems*, §4.6.
+    """
+
+    bodies: tuple
+    name: str = eqx.field(static=True)
+
+    def __init__(self, bodies, *, name: str = "gravity_gradient"):
+        if isinstance(bodies, AbstractGravityBody):
+            bodies = (bodies,)
+        bodies = tuple(bodies)
+        if not bodies or not all(isinstance(b, AbstractGravityBody) for b in bodies):
+            raise ValueError(
+                "GravityGradient: `bodies` must be one or more gravity bodies "
+                f"(PointMassGravity/SphericalHarmonicGravity); got {bodies!r}."
+            )
+        self.bodies = bodies
+        self.name = check_name("GravityGradient", "name", name)
+
+    def force_torque(self, ctx: HubContext) -> ForceTorque:
+        IC = ctx.IC_B
+        tau = jnp.zeros(3)
+        for b in self.bodies:
+            R_N = ctx.r_CN_N + ctx.r_origin_N - b.position(ctx.t)
+            R = jnp.linalg.norm(R_N)
+            rhat_B = ctx.dcm_BN @ (R_N / R)
+            tau = tau + 3.0 * b.mu / R**3 * jnp.cross(rhat_B, IC @ rhat_B)
+        z = jnp.zeros(3)
+        return ForceTorque(z, z, tau)
+
+    def outputs(self, ctx):
+        return {"torque_B": self.force_torque(ctx).torque_B}

@@ -1,0 +1,51 @@
+r"""The rigid hub of a spacecraft: mass, inertia about its own CoM, and CoM offset from point B."""
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from jaxsim._kinematics import tilde
+from jaxsim._validation import as_array, check_inertia, check_positive
+
+from ._types import EnergyMomentum, MassProps
+
+
+class Hub(eqx.Module):
+    r"""Rigid hub (Basilisk `hubEffector`).
+
+    **Arguments:**
+
+    - `mass`: hub mass $m_{hub}$ [kg], > 0.
+    - `IHubPntBc_B`: inertia about the hub CoM $B_c$, $\mathcal B$ components [kg m^2]; symmetric
+      positive definite. With balanced or simple-jitter reaction wheels it must already contain the
+      wheels' full inertia (Basilisk convention).
+    - `r_BcB_B`: hub CoM relative to the body origin $B$ [m] (default 0).
+
+    Mass properties about $B$: $[I_{hub,B}] = [I_{hub,B_c}] + m_{hub}[\tilde r_{B_c/B}][\tilde r_{B_c/B}]^T$.
+    """
+
+    mass: jnp.ndarray
+    IHubPntBc_B: jnp.ndarray
+    r_BcB_B: jnp.ndarray
+
+    def __init__(self, mass, IHubPntBc_B, r_BcB_B=None):
+        cls = "Hub"
+        self.mass = check_positive(cls, "mass", as_array(cls, "mass", mass, "kg", ()), "kg")
+        inertia = as_array(cls, "IHubPntBc_B", IHubPntBc_B, "kg m^2", (3, 3))
+        self.IHubPntBc_B = check_inertia(cls, "IHubPntBc_B", inertia)
+        self.r_BcB_B = (
+            jnp.zeros(3) if r_BcB_B is None else as_array(cls, "r_BcB_B", r_BcB_B, "m", (3,))
+        )
+
+    def mass_props(self) -> MassProps:
+        r = self.r_BcB_B
+        rt = tilde(r)
+        inertia_B = self.IHubPntBc_B + self.mass * rt @ rt.T
+        z3, z33 = jnp.zeros(3), jnp.zeros((3, 3))
+        return MassProps(self.mass, jnp.zeros(()), self.mass * r, z3, inertia_B, z33)
+
+    def energy_momentum(self, omega_BN_B) -> EnergyMomentum:
+        r = self.r_BcB_B
+        rdot = jnp.cross(omega_BN_B, r)
+        H = self.IHubPntBc_B @ omega_BN_B + self.mass * jnp.cross(r, rdot)
+        E = 0.5 * omega_BN_B @ self.IHubPntBc_B @ omega_BN_B + 0.5 * self.mass * rdot @ rdot
+        return EnergyMomentum(H, E)

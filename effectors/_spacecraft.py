@@ -1,0 +1,311 @@
+r"""The spacecraft: a rigid hub with state and dynamic effectors, solved by back-substitution.
+
+Equations (`physics/hub_bsm.md`, after Allard, Schaub & Piggott, "General hinged rigid-body dynamics
+approximating first-order spacecraft solar panel flexing", JSR 55(5), 2018, doi:10.2514/1.A34125):
+$$\begin{bmatrix}A & B\\ C & D\end{bmatrix}\begin{bmatrix}{}^B\ddot{\mathbf r}_{B/N}\\ \dot{\boldsymbol\omega}\end{bmatrix}
+=\begin{bmatrix}\mathbf v_{trans}\\ \mathbf v_{rot}\end{bmatrix},\quad
+A = m_{sc}I + \sum A_i,\ B = -m_{sc}[\tilde c] + \sum B_i,\ C = m_{sc}[\tilde c] + \sum C_i,\ D = [I_{sc,B}] + \sum D_i,$$
+solved through the 3x3 Schur complement in closed form. Gravity acts at $C$; dynamic-effector forces act
+through $B$; torques are about $B$.
+
+State: `{"hub": {"r_BN_N", "v_BN_N", "sigma_BN", "omega_BN_B"}, <effector name>: <effector state>}`.
+Positions/velocities are of point $B$, relative to the central gravity body when one is flagged
+(else to the origin of $\mathcal N$). After each step the MRP is switched to its shadow set when
+$|\sigma| > 1$ (counted as `mrp_switches`), as Basilisk's `postIntegration`.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from jaxsim._dynamic_object import AbstractDynamicObject
+from jaxsim._kinematics import inv3, mrp_dot, mrp_switch, mrp_to_dcm, tilde
+from jaxsim._validation import as_array, check_name, check_unique_names
+
+from ._effector import AbstractDynamicEffector, AbstractStateEffector
+from ._gravity import AbstractGravityBody, gravity_at
+from ._hub import Hub
+from ._types import BackSub, ForceTorque, HubContext, MassProps
+
+
+_HUB_KEY = "hub"
+
+
+def _tuple_of(cls_name, arg, items, base):
+    if items is None:
+        return ()
+    if isinstance(items, base):
+        items = (items,)
+    items = tuple(items)
+    for i, it in enumerate(items):
+        if not isinstance(it, base):
+            raise ValueError(
+                f"{cls_name}: `{arg}[{i}]` must be a {base.__name__}; got {type(it).__name__}."
+            )
+    return items
+
+
+class Spacecraft(AbstractDynamicObject):
+    r"""A spacecraft hub with effectors (Basilisk `spacecraft`).
+
+    **Arguments:**
+
+    - `hub`: the `Hub`.
+    - `state_effectors`: effectors with states (reaction wheels, panels, ...), in any order.
+    - `dynamic_effectors`: external loads (gravity gradient, external force/torque, ...).
+    - `gravity`: gravity bodies (`PointMassGravity`, `SphericalHarmonicGravity`), at most one `central`.
+    - `name`: key of this spacecraft in a `System`.
+
+    All effector names must be unique and differ from `"hub"`.
+    """
+
+    hub: Hub
+    state_effectors: tuple
+    dynamic_effectors: tuple
+    gravity: tuple
+    name: str = eqx.field(static=True)
+
+    def __init__(
+        self, hub, *, state_effectors=(), dynamic_effectors=(), gravity=(), name: str = "spacecraft"
+    ):
+        cls = "Spacecraft"
+        if not isinstance(hub, Hub):
+            raise ValueError(f"{cls}: `hub` must be a Hub; got {type(hub).__name__}.")
+        self.hub = hub
+        self.state_effectors = _tuple_of(
+            cls, "state_effectors", state_effectors, AbstractStateEffector
+        )
+        self.dynamic_effectors = _tuple_of(
+            cls, "dynamic_effectors", dynamic_effectors, AbstractDynamicEffector
+        )
+        self.gravity = _tuple_of(cls, "gravity", gravity, AbstractGravityBody)
+        names = [_HUB_KEY] + [e.name for e in self.state_effectors + self.dynamic_effectors]
+        check_unique_names(cls, "effectors (names, 'hub' reserved)", names)
+        check_unique_names(cls, "gravity", [b.name for b in self.gravity])
+        n_central = sum(b.central for b in self.gravity)
+        if n_central > 1:
+            raise ValueError(
+                f"{cls}: `gravity` may flag at most one central body; got {n_central} "
+                f"({[b.name for b in self.gravity if b.central]})."
+            )
+        self.name = check_name(cls, "name", name)
+
+    # ----------------------------------------------------------------------------------------------
+    # State and mass properties
+
+    def init_state(
+        self,
+        r_CN_N=None,
+        v_CN_N=None,
+        sigma_BN=None,
+        omega_BN_B=None,
+        effector_states=None,
+        *,
+        t0=0.0,
+    ) -> dict:
+        r"""Initial state from the composite-CoM position/velocity (Basilisk convention).
+
+        $\mathbf r_{B/N} = \mathbf r_{C/N} - [NB]\mathbf c$, $\mathbf v_{B/N} = \mathbf v_{C/N} - [NB](\mathbf c' +
+        \boldsymbol\omega\times\mathbf c)$, with $\mathbf c$ evaluated from the initial effector states.
+
+        **Arguments:** `r_CN_N` [m], `v_CN_N` [m/s] (relative to the central body if one is flagged),
+        `sigma_BN` [-], `omega_BN_B` [rad/s] (all default 0), `effector_states`: dict `{name: state}`
+        overriding the effectors' configured initial states; `t0` [s].
+        """
+        cls = "Spacecraft.init_state"
+        vec = lambda arg, v, unit: jnp.zeros(3) if v is None else as_array(cls, arg, v, unit, (3,))
+        r_CN_N = vec("r_CN_N", r_CN_N, "m")
+        v_CN_N = vec("v_CN_N", v_CN_N, "m/s")
+        sigma_BN = vec("sigma_BN", sigma_BN, "-")
+        omega_BN_B = vec("omega_BN_B", omega_BN_B, "rad/s")
+        overrides = dict(effector_states or {})
+        known = {e.name for e in self.state_effectors}
+        unknown = set(overrides) - known
+        if unknown:
+            raise ValueError(
+                f"{cls}: `effector_states` has unknown effector name(s) {sorted(unknown)!r}; "
+                f"state effectors are {sorted(known)!r}."
+            )
+        y = {
+            e.name: overrides[e.name] if e.name in overrides else e.init_state()
+            for e in self.state_effectors
+        }
+        mp = self._mass_props(t0, y)
+        c = mp.first_moment / mp.mass
+        c_prime = mp.first_moment_prime / mp.mass - mp.mass_dot / mp.mass * c
+        dcm_NB = mrp_to_dcm(sigma_BN).T
+        y[_HUB_KEY] = {
+            "r_BN_N": r_CN_N - dcm_NB @ c,
+            "v_BN_N": v_CN_N - dcm_NB @ (c_prime + jnp.cross(omega_BN_B, c)),
+            "sigma_BN": sigma_BN,
+            "omega_BN_B": omega_BN_B,
+        }
+        return y
+
+    def _mass_props(self, t, y) -> MassProps:
+        mp = self.hub.mass_props()
+        for e in self.state_effectors:
+            mp = mp + e.mass_props(t, y[e.name])
+        return mp
+
+    def _origin(self, t):
+        central = [b for b in self.gravity if b.central]
+        if not central:
+            return jnp.zeros(3), jnp.zeros(3)
+        t = jnp.asarray(t, dtype=float)
+        return jax.jvp(central[0].position, (t,), (jnp.ones_like(t),))
+
+    def context(self, t, y, args) -> HubContext:
+        """Evaluate mass properties, CoM kinematics and gravity: what every effector reads."""
+        hub = y[_HUB_KEY]
+        sigma, omega = hub["sigma_BN"], hub["omega_BN_B"]
+        dcm_BN = mrp_to_dcm(sigma)
+        mp = self._mass_props(t, y)
+        m = mp.mass
+        c = mp.first_moment / m
+        c_prime = mp.first_moment_prime / m - mp.mass_dot / m * c
+        c_dot = c_prime + jnp.cross(omega, c)
+        r_CN_N = hub["r_BN_N"] + dcm_BN.T @ c
+        v_CN_N = hub["v_BN_N"] + dcm_BN.T @ c_dot
+        g_N, r_origin, v_origin = jnp.zeros(3), jnp.zeros(3), jnp.zeros(3)
+        if self.gravity:
+            g_N, _, r_origin = gravity_at(self.gravity, t, r_CN_N)
+            _, v_origin = self._origin(t)
+        return HubContext(
+            t=t,
+            args=args,
+            r_BN_N=hub["r_BN_N"],
+            v_BN_N=hub["v_BN_N"],
+            r_origin_N=r_origin,
+            v_origin_N=v_origin,
+            sigma_BN=sigma,
+            omega_BN_B=omega,
+            dcm_BN=dcm_BN,
+            m_sc=m,
+            mDot_sc=mp.mass_dot,
+            c_B=c,
+            cPrime_B=c_prime,
+            cDot_B=c_dot,
+            ISC_B=mp.inertia_B,
+            ISCPrime_B=mp.inertia_prime_B,
+            r_CN_N=r_CN_N,
+            v_CN_N=v_CN_N,
+            g_N=g_N,
+            g_B=dcm_BN @ g_N,
+        )
+
+    # ----------------------------------------------------------------------------------------------
+    # Equations of motion
+
+    def loads(self, ctx: HubContext) -> ForceTorque:
+        """Sum of the dynamic effectors' loads."""
+        ft = ForceTorque.zeros()
+        for e in self.dynamic_effectors:
+            ft = ft + e.force_torque(ctx)
+        return ft
+
+    def hub_accelerations(self, ctx: HubContext, y):
+        r"""Assemble and solve the back-substitution system: $({}^B\ddot{\mathbf r}_{B/N}, \dot{\boldsymbol\omega})$."""
+        omega, c, cp, m = ctx.omega_BN_B, ctx.c_B, ctx.cPrime_B, ctx.m_sc
+        ct = tilde(c)
+        bs = BackSub(
+            A=m * jnp.eye(3),
+            B=-m * ct,
+            C=m * ct,
+            D=ctx.ISC_B,
+            v_trans=-2.0 * m * jnp.cross(omega, cp)
+            - m * jnp.cross(omega, jnp.cross(omega, c))
+            - 2.0 * ctx.mDot_sc * (cp + jnp.cross(omega, c)),
+            v_rot=-jnp.cross(omega, ctx.ISC_B @ omega) - ctx.ISCPrime_B @ omega,
+        )
+        for e in self.state_effectors:
+            bs = bs + e.back_substitution(y[e.name], ctx)
+        ft = self.loads(ctx)
+        F_g_B = ctx.dcm_BN @ (m * ctx.g_N)
+        v_trans = bs.v_trans + F_g_B + ctx.dcm_BN @ ft.force_N + ft.force_B
+        v_rot = bs.v_rot + jnp.cross(c, F_g_B) + ft.torque_B
+        A_inv = inv3(bs.A)
+        CAinv = bs.C @ A_inv
+        omega_dot = inv3(bs.D - CAinv @ bs.B) @ (v_rot - CAinv @ v_trans)
+        rDDot_B = A_inv @ (v_trans - bs.B @ omega_dot)
+        return rDDot_B, omega_dot
+
+    def drift(self, t, y, args):
+        ctx = self.context(t, y, args)
+        rDDot_B, omega_dot = self.hub_accelerations(ctx, y)
+        hub = y[_HUB_KEY]
+        dy = {
+            _HUB_KEY: {
+                "r_BN_N": hub["v_BN_N"],
+                "v_BN_N": ctx.dcm_NB @ rDDot_B,
+                "sigma_BN": mrp_dot(hub["sigma_BN"], hub["omega_BN_B"]),
+                "omega_BN_B": omega_dot,
+            }
+        }
+        for e in self.state_effectors:
+            dy[e.name] = e.derivative(y[e.name], ctx, rDDot_B, omega_dot)
+        return dy
+
+    def step_map(self, t, y):
+        hub = dict(y[_HUB_KEY])
+        hub["sigma_BN"], switched = mrp_switch(hub["sigma_BN"])
+        new = dict(y)
+        new[_HUB_KEY] = hub
+        counts = {"mrp_switches": switched.astype(jnp.int32)}
+        for e in self.state_effectors:
+            new[e.name], c = e.step_map(t, y[e.name])
+            if c:
+                counts[e.name] = c
+        return new, counts
+
+    def breakpoints(self):
+        return tuple(
+            b for e in self.state_effectors + self.dynamic_effectors for b in e.breakpoints()
+        )
+
+    # ----------------------------------------------------------------------------------------------
+    # Diagnostics
+
+    def energy_momentum(self, t, y, args) -> dict:
+        r"""Basilisk's logged totals: `totOrbEnergy`, `totRotEnergy` [J], `totOrbAngMomPntN_N`,
+        `totRotAngMomPntC_N` [kg m^2/s] (orbital quantities relative to the integration origin)."""
+        ctx = self.context(t, y, args)
+        em = self.hub.energy_momentum(ctx.omega_BN_B)
+        for e in self.state_effectors:
+            em = em + e.energy_momentum(y[e.name], ctx)
+        m, c, cdot = ctx.m_sc, ctx.c_B, ctx.cDot_B
+        if self.gravity:
+            _, U, _ = gravity_at(self.gravity, t, ctx.r_CN_N)
+        else:
+            U = jnp.zeros(())
+        return {
+            "totOrbEnergy": 0.5 * m * ctx.v_CN_N @ ctx.v_CN_N + m * U,
+            "totRotEnergy": em.E - 0.5 * m * cdot @ cdot,
+            "totOrbAngMomPntN_N": m * jnp.cross(ctx.r_CN_N, ctx.v_CN_N),
+            "totRotAngMomPntC_N": ctx.dcm_NB @ (em.H_B - m * jnp.cross(c, cdot)),
+        }
+
+    def outputs(self, t, y, args) -> dict:
+        """Basilisk's state and mass messages (absolute positions), plus each effector's outputs."""
+        ctx = self.context(t, y, args)
+        out = {
+            "r_BN_N": ctx.r_BN_N + ctx.r_origin_N,
+            "v_BN_N": ctx.v_BN_N + ctx.v_origin_N,
+            "r_CN_N": ctx.r_CN_N + ctx.r_origin_N,
+            "v_CN_N": ctx.v_CN_N + ctx.v_origin_N,
+            "sigma_BN": ctx.sigma_BN,
+            "omega_BN_B": ctx.omega_BN_B,
+            "massSC": ctx.m_sc,
+            "c_B": ctx.c_B,
+            "ISC_PntB_B": ctx.ISC_B,
+            "g_N": ctx.g_N,
+        }
+        for e in self.state_effectors:
+            o = e.outputs(y[e.name], ctx)
+            if o:
+                out[e.name] = o
+        for e in self.dynamic_effectors:
+            o = e.outputs(ctx)
+            if o:
+                out[e.name] = o
+        return out

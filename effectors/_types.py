@@ -1,0 +1,132 @@
+r"""Small pytrees exchanged between the spacecraft hub and its effectors (all $\mathcal B$ components).
+
+Notation (Basilisk's, see `physics/frames_and_notation.md`): $B$ body origin, $C$ composite centre of mass,
+$\mathbf c = \mathbf r_{C/B}$; primes are body-frame derivatives.
+"""
+
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import jax.tree_util as jtu
+from jaxtyping import Array, Float
+
+
+class _Summable(eqx.Module):
+    def __add__(self, other):
+        return jtu.tree_map(lambda a, b: a + b, self, other)
+
+
+class MassProps(_Summable):
+    r"""Mass properties of one or several bodies about point $B$, summed over bodies.
+
+    - `mass` [kg], `mass_dot` [kg/s];
+    - `first_moment` $\sum m_i \mathbf r_{c_i/B}$ [kg m], `first_moment_prime` $\sum m_i \mathbf r'_{c_i/B}$ [kg m/s];
+    - `inertia_B` $\sum [I_{i,B}]$ about $B$ [kg m^2], `inertia_prime_B` its body-frame rate [kg m^2/s].
+    """
+
+    mass: Float[Array, ""]
+    mass_dot: Float[Array, ""]
+    first_moment: Float[Array, "3"]
+    first_moment_prime: Float[Array, "3"]
+    inertia_B: Float[Array, "3 3"]
+    inertia_prime_B: Float[Array, "3 3"]
+
+    @classmethod
+    def zeros(cls):
+        z3, z33 = jnp.zeros(3), jnp.zeros((3, 3))
+        return cls(jnp.zeros(()), jnp.zeros(()), z3, z3, z33, z33)
+
+
+class BackSub(_Summable):
+    r"""Back-substitution contributions $[A], [B], [C], [D]$ (3x3), $\mathbf v_{trans}$, $\mathbf v_{rot}$.
+
+    They enter $\begin{bmatrix}A & B\\ C & D\end{bmatrix}\begin{bmatrix}{}^B\ddot{\mathbf r}_{B/N}\\
+    \dot{\boldsymbol\omega}\end{bmatrix} = \begin{bmatrix}\mathbf v_{trans}\\ \mathbf v_{rot}\end{bmatrix}$.
+    """
+
+    A: Float[Array, "3 3"]
+    B: Float[Array, "3 3"]
+    C: Float[Array, "3 3"]
+    D: Float[Array, "3 3"]
+    v_trans: Float[Array, "3"]
+    v_rot: Float[Array, "3"]
+
+    @classmethod
+    def zeros(cls):
+        z3, z33 = jnp.zeros(3), jnp.zeros((3, 3))
+        return cls(z33, z33, z33, z33, z3, z3)
+
+
+class ForceTorque(_Summable):
+    r"""Loads of a dynamic effector: `force_N` ($\mathcal N$ comps) and `force_B` ($\mathcal B$ comps) [N],
+    both acting through point $B$, and `torque_B` about $B$ [N m]."""
+
+    force_N: Float[Array, "3"]
+    force_B: Float[Array, "3"]
+    torque_B: Float[Array, "3"]
+
+    @classmethod
+    def zeros(cls):
+        z3 = jnp.zeros(3)
+        return cls(z3, z3, z3)
+
+
+class EnergyMomentum(_Summable):
+    r"""Energy/momentum contribution of bodies (Basilisk `updateEnergyMomContributions`).
+
+    - `H_B`: $\sum [I_{i,c_i}]\boldsymbol\omega_{i/N} + m_i \mathbf r_{c_i/B}\times\dot{\mathbf r}_{c_i/B}$ [kg m^2/s];
+    - `E`: kinetic energy relative to $B$'s translation plus internal potential (springs) [J].
+    """
+
+    H_B: Float[Array, "3"]
+    E: Float[Array, ""]
+
+    @classmethod
+    def zeros(cls):
+        return cls(jnp.zeros(3), jnp.zeros(()))
+
+
+class HubContext(eqx.Module):
+    r"""Everything an effector may read at one derivative evaluation (hub state and mass properties).
+
+    - `t` [s]; `args`: the `args` of the solve (commands);
+    - `r_BN_N`, `v_BN_N` [m, m/s]: hub states (relative to the integration origin);
+    - `r_origin_N`, `v_origin_N`: position/velocity of the integration origin in $\mathcal N$
+      (the central gravity body, else zero);
+    - `sigma_BN`, `omega_BN_B` [rad/s], `dcm_BN` $=[BN]$;
+    - `m_sc` [kg], `mDot_sc` [kg/s], `c_B`, `cPrime_B`, `cDot_B` [m, m/s], `ISC_B`, `ISCPrime_B` [kg m^2] about $B$;
+    - `r_CN_N`, `v_CN_N`: composite CoM relative to the integration origin;
+    - `g_N`: gravitational acceleration of $C$ [m/s^2] ($\mathcal N$ comps), `g_B` the same in $\mathcal B$.
+    """
+
+    t: Any
+    args: Any
+    r_BN_N: Array
+    v_BN_N: Array
+    r_origin_N: Array
+    v_origin_N: Array
+    sigma_BN: Array
+    omega_BN_B: Array
+    dcm_BN: Array
+    m_sc: Array
+    mDot_sc: Array
+    c_B: Array
+    cPrime_B: Array
+    cDot_B: Array
+    ISC_B: Array
+    ISCPrime_B: Array
+    r_CN_N: Array
+    v_CN_N: Array
+    g_N: Array
+    g_B: Array
+
+    @property
+    def dcm_NB(self):
+        return self.dcm_BN.T
+
+    @property
+    def IC_B(self):
+        r"""Composite inertia about $C$: $[I_{sc,B}] - m_{sc}[\tilde c][\tilde c]^T$."""
+        c = self.c_B
+        return self.ISC_B - self.m_sc * (jnp.dot(c, c) * jnp.eye(3) - jnp.outer(c, c))

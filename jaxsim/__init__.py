@@ -1,0 +1,31 @@
+"""jaxsim: a differentiable spacecraft-dynamics engine on JAX.
+
+Importing this package enables float64 (`jax_enable_x64`): the dynamics are validated against
+Basilisk to round-off, which float32 cannot reach. To use float32 anyway, set
+`jax.config.update("jax_enable_x64", False)` after importing jaxsim (tolerances then do not hold).
+"""
+
+import jax
+
+
+jax.config.update("jax_enable_x64", True)
+
+from . import kinematics as kinematics
+from ._dynamic_object import AbstractDynamicObject as AbstractDynamicObject, System as System
+from ._signals import AbstractSignal as AbstractSignal, PiecewiseConstant as PiecewiseConstant
+from ._simulate import Solution as Solution, simulate as simulate
+from ._solvers import (
+    RK2 as RK2,
+    RK4 as RK4,
+    AbstractAdaptiveSolver as AbstractAdaptiveSolver,
+    AbstractFixedStepSolver as AbstractFixedStepSolver,
+    AbstractSolver as AbstractSolver,
+    Dopri5 as Dopri5,
+    Dopri8 as Dopri8,
+    Euler as Euler,
+    StepMappedSolver as StepMappedSolver,
+    Tsit5 as Tsit5,
+)
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,399 @@
+r"""`simulate`: propagate a dynamic object and sample its states and derived outputs.
+
+Two drivers, one semantics:
+
+- **fixed step** (`Euler`, `RK2`, `RK4`): a nested `lax.scan` (outer over sample intervals, inner over
+  steps), time computed from an integer step index (no drift, as Basilisk's integer-nanosecond
+  clock), the object's `step_map` applied after every step. Reverse-mode memory is bounded by
+  checkpointing each sample interval (`checkpoint=True`, the default): only the states at sample
+  times are stored, and the steps of one interval are recomputed in the backward pass.
+- **adaptive** (`Tsit5`, `Dopri5`, `Dopri8`, or any diffrax solver): `diffrax.diffeqsolve` with a PID
+  controller (`rtol`, `atol`), the object's breakpoints as `jump_ts`, outputs at `SaveAt(ts=...)`
+  points (they do not cut steps), and the step map applied after every accepted step.
+"""
+
+import dataclasses
+from typing import Any
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.tree_util as jtu
+import numpy as np
+
+from ._dynamic_object import AbstractDynamicObject, check_state_structure
+from ._solvers import RK4, AbstractFixedStepSolver, AbstractSolver, StepMappedSolver
+
+
+# Relative tolerance for "this sample time lies on the step grid": well above float64 round-off of
+# t/dt for horizons up to 1e9 steps, far below any meaningful step fraction.
+_GRID_RTOL = 1e-9
+
+
+class Solution(eqx.Module):
+    """What `simulate` returns.
+
+    **Fields:**
+
+    - `ts`: sample times [s], shape `(n,)`.
+    - `ys`: the state pytree with a leading axis of length `n`.
+    - `outputs`: derived outputs of the object at `ts` (e.g. `r_CN_N`, energies), leading axis `n`.
+    - `counts`: cumulative step-map counters at `ts` (e.g. MRP switches); fixed-step driver only.
+    - `stats`: `num_steps`, `num_rhs` (drift evaluations), `counts` (final totals).
+    - `result`: `diffrax.RESULTS` of the solve (successful unless `throw=False` and it failed).
+    """
+
+    ts: jax.Array
+    ys: Any
+    outputs: Any
+    counts: Any
+    stats: dict
+    result: dfx.RESULTS
+
+
+def _concrete(name, value):
+    try:
+        return np.asarray(value, dtype=float)
+    except jax.errors.TracerArrayConversionError as err:
+        raise ValueError(
+            f"simulate: `{name}` must be concrete (a Python float or numpy array), since it fixes "
+            "the step grid and the output shape; got a traced value. Pass it outside `jit`/`grad`."
+        ) from err
+
+
+def _sample_times(t0, t1, ts, sample_dt):
+    if ts is not None and sample_dt is not None:
+        raise ValueError("simulate: give either `ts` or `sample_dt`, not both.")
+    if t1 is None and ts is None:
+        raise ValueError("simulate: `t1` [s] is required when `ts` is not given; got None.")
+    t0 = float(_concrete("t0", t0))
+    if ts is not None:
+        ts = np.atleast_1d(_concrete("ts", ts))
+        if ts.ndim != 1 or ts.size == 0:
+            raise ValueError(
+                f"simulate: `ts` [s] must be a non-empty 1-D array; got shape {ts.shape}."
+            )
+        if np.any(np.diff(ts) < 0):
+            raise ValueError(f"simulate: `ts` [s] must be non-decreasing; got {ts}.")
+        if ts[0] < t0:
+            raise ValueError(
+                f"simulate: `ts` [s] must start at or after t0={t0}; got ts[0]={ts[0]}."
+            )
+        if t1 is not None and not np.isclose(float(t1), ts[-1], rtol=1e-12, atol=0.0):
+            raise ValueError(
+                f"simulate: `ts[-1]` must equal `t1` [s] (integration ends at the last sample); "
+                f"got ts[-1]={ts[-1]} and t1={t1}."
+            )
+        return t0, float(ts[-1]), ts
+    t1 = float(_concrete("t1", t1))
+    if not t1 > t0:
+        raise ValueError(f"simulate: `t1` [s] must be > t0={t0}; got {t1}.")
+    if sample_dt is None:
+        return t0, t1, np.array([t0, t1])
+    sample_dt = float(_concrete("sample_dt", sample_dt))
+    if not sample_dt > 0:
+        raise ValueError(f"simulate: `sample_dt` [s] must be > 0; got {sample_dt}.")
+    n = (t1 - t0) / sample_dt
+    if abs(n - round(n)) > _GRID_RTOL * max(1.0, n):
+        raise ValueError(
+            f"simulate: `sample_dt` [s] must divide the horizon t1 - t0 = {t1 - t0}; got {sample_dt} "
+            f"({n:.6g} intervals)."
+        )
+    return t0, t1, t0 + sample_dt * np.arange(round(n) + 1)
+
+
+def simulate(
+    model: AbstractDynamicObject,
+    y0,
+    t1=None,
+    *,
+    t0=0.0,
+    dt=None,
+    solver: AbstractSolver | dfx.AbstractSolver = RK4(),
+    ts=None,
+    sample_dt=None,
+    args=None,
+    rtol=None,
+    atol=None,
+    max_steps: int = 4096 * 64,
+    outputs: bool = True,
+    checkpoint: bool = True,
+    throw: bool = True,
+) -> Solution:
+    r"""Propagate `model` from `y0` at `t0` to `t1` and sample it at `ts`.
+
+    **Arguments:**
+
+    - `model`: an `AbstractDynamicObject` (a spacecraft, a `System` of several, a user model).
+    - `y0`: initial state, with the structure of `model.init_state()`.
+    - `t1`: final time [s]; optional when `ts` is given (then `t1 = ts[-1]`).
+    - `t0`: initial time [s].
+    - `dt`: step [s] for fixed-step solvers; initial step guess for adaptive ones (optional).
+    - `solver`: `RK4()` (default), `RK2()`, `Euler()`, `Tsit5()`, `Dopri5()`, `Dopri8()`, or a diffrax solver.
+    - `ts` / `sample_dt`: sample times [s] (default `[t0, t1]`) or a uniform sample interval [s].
+      With a fixed-step solver every sample must lie on the step grid `t0 + k dt`.
+    - `args`: passed to every `drift` call (e.g. commands held by flight software).
+    - `rtol`, `atol`: tolerances, required by adaptive solvers.
+    - `max_steps`: step budget of adaptive solves.
+    - `outputs`: compute the model's derived outputs and energy/momentum at the samples.
+    - `checkpoint`: fixed-step only; checkpoint each sample interval for reverse-mode memory.
+    - `throw`: raise on a failed solve or non-finite state; with `False` the failure is reported in
+      `Solution.result` (use this under `vmap` for Monte Carlo).
+
+    `t0`, `t1`, `dt`, `ts` and `sample_dt` fix the shape of the computation and must be concrete.
+    """
+    if not isinstance(model, AbstractDynamicObject):
+        raise ValueError(
+            f"simulate: `model` must be an AbstractDynamicObject; got {type(model).__name__}."
+        )
+    check_state_structure(model, y0)
+    t0, t1, ts = _sample_times(t0, t1, ts, sample_dt)
+    is_jaxsim = isinstance(solver, AbstractSolver)
+    adaptive = (
+        solver.adaptive
+        if is_jaxsim
+        else isinstance(solver, dfx.AbstractAdaptiveSolver) and dt is None
+    )
+    if isinstance(solver, dfx.AbstractSolver) and _is_sde_only(solver) and model.noise_dim == 0:
+        raise ValueError(
+            f"simulate: `solver` {type(solver).__name__} is an SDE solver but `model` "
+            f"{type(model).__name__} has no diffusion (noise_dim == 0); use an ODE solver."
+        )
+    if adaptive:
+        if rtol is None or atol is None:
+            raise ValueError(
+                f"simulate: adaptive solver {type(solver).__name__} needs `rtol` and `atol`; "
+                f"got rtol={rtol}, atol={atol}."
+            )
+        dsolver = solver.to_diffrax() if is_jaxsim else solver
+        return _run_adaptive(
+            model,
+            y0,
+            args,
+            dsolver,
+            t0,
+            t1,
+            jnp.asarray(ts),
+            None if dt is None else float(dt),
+            float(rtol),
+            float(atol),
+            int(max_steps),
+            bool(outputs),
+            bool(throw),
+            tuple(float(b) for b in model.breakpoints()),
+        )
+    if rtol is not None or atol is not None:
+        raise ValueError(
+            f"simulate: `rtol`/`atol` apply to adaptive solvers only; {type(solver).__name__} is "
+            f"fixed-step (got rtol={rtol}, atol={atol}). Choose Tsit5/Dopri5/Dopri8 or drop them."
+        )
+    if dt is None:
+        raise ValueError(
+            f"simulate: fixed-step solver {type(solver).__name__} needs `dt` [s]; got None."
+        )
+    dt = float(_concrete("dt", dt))
+    if not dt > 0:
+        raise ValueError(f"simulate: `dt` [s] must be > 0; got {dt}.")
+    idx = (ts - t0) / dt
+    off = np.abs(idx - np.round(idx)) > _GRID_RTOL * np.maximum(1.0, idx)
+    if np.any(off):
+        raise ValueError(
+            f"simulate: with fixed step `dt`={dt} s every sample time must be t0 + k*dt (exact "
+            f"sampling); got off-grid time(s) {ts[off][:5]} (the horizon t1 - t0 = {t1 - t0} s "
+            f"must also be a multiple of dt)."
+        )
+    idx = np.round(idx).astype(np.int64)
+    seg = np.diff(np.concatenate([[0], idx]))
+    if not is_jaxsim:
+        solver = _DiffraxFixed(solver)
+    config = _FixedConfig(
+        t0=t0,
+        dt=dt,
+        seg=tuple(int(s) for s in seg),
+        outputs=bool(outputs),
+        checkpoint=bool(checkpoint),
+        throw=bool(throw),
+    )
+    return _run_fixed(model, y0, args, solver, jnp.asarray(ts), config)
+
+
+def _is_sde_only(solver) -> bool:
+    sde_only = (
+        dfx.SRA1,
+        dfx.ShARK,
+        dfx.SEA,
+        dfx.SPaRK,
+        dfx.GeneralShARK,
+        dfx.SlowRK,
+        dfx.ItoMilstein,
+        dfx.StratonovichMilstein,
+        dfx.EulerHeun,
+    )
+    return isinstance(solver, sde_only)
+
+
+class _DiffraxFixed(AbstractFixedStepSolver):
+    """Run a diffrax solver in the fixed-step driver (one `solver.step` per step)."""
+
+    solver: dfx.AbstractSolver
+    a = ((),)
+    b = (1.0,)
+    c = (0.0,)
+    order = 0
+
+    @property
+    def num_stages(self):
+        return 1
+
+    def step(self, f, t, y, h, args):
+        term = dfx.ODETerm(f)
+        state = self.solver.init(term, t, t + h, y, args)
+        y1, _, _, _, _ = self.solver.step(term, t, t + h, y, args, state, False)
+        return y1
+
+    def to_diffrax(self):
+        return self.solver
+
+
+@dataclasses.dataclass(frozen=True)
+class _FixedConfig:
+    t0: float
+    dt: float
+    seg: tuple
+    outputs: bool
+    checkpoint: bool
+    throw: bool
+
+
+def _zeros_counts(model, y0):
+    _, counts = jax.eval_shape(lambda y: model.step_map(0.0, y), y0)
+    return jtu.tree_map(lambda s: jnp.zeros(s.shape, jnp.int32), counts)
+
+
+def _all_finite(tree):
+    ok = jnp.asarray(True)
+    for leaf in jtu.tree_leaves(tree):
+        if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact):
+            ok = ok & jnp.all(jnp.isfinite(leaf))
+    return ok
+
+
+def _derived(model, ts, ys, args):
+    em = jax.vmap(model.energy_momentum, in_axes=(0, 0, None))(ts, ys, args)
+    out = jax.vmap(model.outputs, in_axes=(0, 0, None))(ts, ys, args)
+    return _merge(out, em)
+
+
+def _merge(a, b):
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = list(a) + [k for k in b if k not in a]
+        return {
+            k: _merge(a.get(k, {}), b.get(k, {})) if k in a and k in b else a.get(k, b.get(k))
+            for k in keys
+        }
+    return a
+
+
+@eqx.filter_jit
+def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
+    seg = np.asarray(config.seg)
+    length = int(seg.max()) if seg.size else 0
+    uniform = bool(np.all(seg[1:] == length)) and seg[0] in (0, length)
+    counts0 = _zeros_counts(model, y0)
+    dt, t0 = config.dt, config.t0
+
+    def one_step(carry, active):
+        n, y, counts = carry
+        t = t0 + n * dt
+        y1 = solver.step(model.drift, t, y, dt, args)
+        y1, c = model.step_map(t + dt, y1)
+        counts1 = jtu.tree_map(lambda a, b: a + b.astype(a.dtype), counts, c)
+        if active is not None:
+            y1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), y1, y)
+            counts1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), counts1, counts)
+            n1 = n + active.astype(n.dtype)
+        else:
+            n1 = n + 1
+        return (n1, y1, counts1), None
+
+    def segment(carry, seg_len):
+        if uniform:
+            carry, _ = jax.lax.scan(lambda c, _: one_step(c, None), carry, None, length=length)
+        else:
+            active = jnp.arange(length) < seg_len
+            carry, _ = jax.lax.scan(one_step, carry, active)
+        return carry, (carry[1], carry[2])
+
+    if config.checkpoint:
+        segment = jax.checkpoint(segment)
+    carry0 = (jnp.asarray(0, jnp.int64), y0, counts0)
+    seg_arr = jnp.asarray(seg)
+    if uniform and seg[0] == 0:
+        # The first sample is t0 itself; the remaining intervals all have `length` steps.
+        first = (y0, counts0)
+        _, (ys, counts) = jax.lax.scan(segment, carry0, seg_arr[1:])
+        ys, counts = jtu.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, (ys, counts))
+    else:
+        _, (ys, counts) = jax.lax.scan(segment, carry0, seg_arr)
+    ok = _all_finite(ys)
+    result = dfx.RESULTS.where(ok, dfx.RESULTS.successful, dfx.RESULTS.nonfinite)
+    if config.throw:
+        ys = eqx.error_if(
+            ys,
+            ~ok,
+            "simulate: the state became non-finite (NaN/inf) during the fixed-step solve; "
+            "check parameters and step size, or pass throw=False to inspect `Solution.result`.",
+        )
+    n_steps = int(seg.sum())
+    stats = {
+        "num_steps": n_steps,
+        "num_rhs": n_steps * solver.num_stages,
+        "counts": jtu.tree_map(lambda c: c[-1], counts),
+    }
+    derived = _derived(model, ts, ys, args) if config.outputs else None
+    return Solution(ts=ts, ys=ys, outputs=derived, counts=counts, stats=stats, result=result)
+
+
+@eqx.filter_jit
+def _run_adaptive(
+    model, y0, args, dsolver, t0, t1, ts, dt0, rtol, atol, max_steps, outputs, throw, jump_ts
+):
+    counts0 = _zeros_counts(model, y0)
+    wrapped = StepMappedSolver(dsolver, model.step_map, counts0)
+    controller = dfx.PIDController(
+        rtol=rtol, atol=atol, jump_ts=None if not jump_ts else jnp.asarray(jump_ts)
+    )
+    sol = dfx.diffeqsolve(
+        dfx.ODETerm(model.drift),
+        wrapped,
+        t0,
+        t1,
+        dt0,
+        y0,
+        args,
+        saveat=dfx.SaveAt(ts=ts, solver_state=True),
+        stepsize_controller=controller,
+        max_steps=max_steps,
+        throw=throw,
+    )
+    # Dense output is in each step's starting coordinates: bring saved states to canonical form.
+    ys = jax.vmap(lambda t, y: model.step_map(t, y)[0])(ts, sol.ys)
+    counts = sol.solver_state[1]
+    stats = {
+        "num_steps": sol.stats["num_accepted_steps"],
+        "num_rejected_steps": sol.stats["num_rejected_steps"],
+        "num_rhs": sol.stats["num_steps"] * _stages(dsolver),
+        "counts": counts,
+    }
+    derived = _derived(model, ts, ys, args) if outputs else None
+    return Solution(ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=sol.result)
+
+
+def _stages(dsolver) -> int:
+    tab = getattr(dsolver, "tableau", None)
+    if tab is None:
+        return 1
+    # FSAL schemes reuse the last stage of the previous step.
+    n = len(tab.b_sol)
+    return n - 1 if tab.fsal else n

@@ -1,0 +1,47 @@
+"""Shared test helpers: reference-data loading and spacecraft builders from Basilisk specs."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+import effectors as fx
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def load_reference(name: str):
+    """`(spec, npz)` of a Basilisk reference scenario stored in `tests/data` (see its README)."""
+    spec = json.loads((DATA / f"{name}.json").read_text())
+    ref = np.load(DATA / f"{name}.npz")
+    return spec, ref
+
+
+def hub_from_spec(spec) -> fx.Hub:
+    h = spec["hub"]
+    return fx.Hub(h["mHub_kg"], h["IHubPntBc_B_kgm2"], h["r_BcB_B_m"])
+
+
+def gravity_from_spec(spec) -> tuple:
+    g = spec.get("gravity")
+    if not g:
+        return ()
+    return (fx.PointMassGravity(g["mu_m3ps2"], name="earth"),)
+
+
+def initial_state(sc: fx.Spacecraft, spec, effector_states=None):
+    ic = spec["initial_conditions"]
+    return sc.init_state(
+        ic["r_CN_N_m"],
+        ic["v_CN_N_mps"],
+        ic["sigma_BN"],
+        ic["omega_BN_B_radps"],
+        effector_states=effector_states,
+    )
+
+
+def rel_err(a, b):
+    """Per-component relative difference |a - b| / |b| (Basilisk's `isArrayEqualRelative`)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return np.abs(a - b) / np.abs(b)
