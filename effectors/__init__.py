@@ -6,20 +6,28 @@ back-substitution) and dynamic effectors (external loads), in gravity fields.
 
 import jaxsim as _jaxsim  # noqa: F401  (enables float64 before any array is built)
 
+from ._drag import Drag as Drag
 from ._effector import (
     AbstractDynamicEffector as AbstractDynamicEffector,
     AbstractEffector as AbstractEffector,
     AbstractStateEffector as AbstractStateEffector,
 )
+from ._exponential_atmosphere import ExponentialAtmosphere as ExponentialAtmosphere
 from ._ext_force_torque import ExtForceTorque as ExtForceTorque
+from ._geometric_brownian_motion import GeometricBrownianMotion as GeometricBrownianMotion
 from ._gravity import (
     AbstractGravityBody as AbstractGravityBody,
     PointMassGravity as PointMassGravity,
     SphericalHarmonicGravity as SphericalHarmonicGravity,
 )
 from ._gravity_gradient import GravityGradient as GravityGradient
+from ._hinged_rigid_bodies import HingedRigidBodies as HingedRigidBodies
 from ._hub import Hub as Hub
+from ._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
+from ._reaction_wheels import ReactionWheels as ReactionWheels
 from ._spacecraft import Spacecraft as Spacecraft
+from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
+from ._stochastic_torque import StochasticTorque as StochasticTorque
 from ._types import (
     BackSub as BackSub,
     EnergyMomentum as EnergyMomentum,

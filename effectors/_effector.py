@@ -27,6 +27,14 @@ class AbstractEffector(eqx.Module):
         """Times [s] at which this effector's inputs are discontinuous."""
         return ()
 
+    @property
+    def reads_states(self) -> tuple[str, ...]:
+        """Names of state effectors whose states this effector reads from `ctx.states`.
+
+        `Spacecraft` checks at construction that each named state effector exists.
+        """
+        return ()
+
 
 class AbstractDynamicEffector(AbstractEffector):
     """External loads without states (gravity gradient, external force/torque, drag, SRP, thrusters)."""
@@ -70,3 +78,12 @@ class AbstractStateEffector(AbstractEffector):
     def step_map(self, t, x):
         """Map after each completed step (Basilisk `modifyStates`); returns `(x, counts)`."""
         return x, {}
+
+    @property
+    def noise_dim(self) -> int:
+        """Number of independent Wiener processes driving this effector's states (0: none)."""
+        return 0
+
+    def diffusion(self, x, ctx: HubContext) -> Any:
+        r"""$g(t, x)$ for $dx = f\,dt + g\,dW$: leaves shaped `leaf.shape + (noise_dim,)`. Default: none."""
+        return None

@@ -19,6 +19,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim._kinematics import dot3, mv3
 from jaxsim._signals import evaluate
 from jaxsim._validation import as_array, check_name, check_orthonormal, check_positive
 
@@ -41,7 +42,7 @@ class AbstractGravityBody(eqx.Module):
 
     def potential(self, t, x_N):
         """Specific potential energy used for logging, $-\\mu/\\|x\\|$ [J/kg]."""
-        return -self.mu / jnp.linalg.norm(x_N)
+        return -self.mu / jnp.sqrt(dot3(x_N, x_N))
 
 
 def _position_arg(cls, r_PN_N):
@@ -77,8 +78,8 @@ class PointMassGravity(AbstractGravityBody):
         self.name = check_name(cls, "name", name)
 
     def field(self, t, x_N):
-        r = jnp.linalg.norm(x_N)
-        return -self.mu * x_N / r**3
+        r2 = dot3(x_N, x_N)
+        return -self.mu * x_N / (r2 * jnp.sqrt(r2))
 
 
 class SphericalHarmonicGravity(AbstractGravityBody):
@@ -166,7 +167,7 @@ class SphericalHarmonicGravity(AbstractGravityBody):
 
     def field(self, t, x_N):
         dcm = evaluate(self.dcm_PN, t)
-        return dcm.T @ self.field_planet_fixed(dcm @ x_N)
+        return mv3(dcm.T, self.field_planet_fixed(mv3(dcm, x_N)))
 
     def field_planet_fixed(self, x_P):
         """Acceleration $\\nabla U$ [m/s^2] at planet-fixed position `x_P` [m]."""
@@ -201,7 +202,7 @@ def _pines_coefficients(L):
 
 def _pines_acceleration(x, mu, radius, C, S, L):
     n1, n2, diag, sub, q1, q2 = _pines_coefficients(L)
-    r = jnp.linalg.norm(x)
+    r = jnp.sqrt(dot3(x, x))
     s, t, u = x[0] / r, x[1] / r, x[2] / r
     # Derived Legendre functions A[l, m], l <= L+1, padded to L+3 columns so that A[l, m+1] exists.
     rows = [jnp.zeros(L + 3).at[0].set(1.0)]

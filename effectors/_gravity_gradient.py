@@ -3,6 +3,7 @@ r"""Gravity-gradient torque (Basilisk `GravityGradientEffector`)."""
 import equinox as eqx
 import jax.numpy as jnp
 
+from jaxsim._kinematics import cross3, dot3, mv3
 from jaxsim._validation import check_name
 
 from ._effector import AbstractDynamicEffector
@@ -47,9 +48,9 @@ class GravityGradient(AbstractDynamicEffector):
         tau = jnp.zeros(3)
         for b in self.bodies:
             R_N = ctx.r_CN_N + ctx.r_origin_N - b.position(ctx.t)
-            R = jnp.linalg.norm(R_N)
-            rhat_B = ctx.dcm_BN @ (R_N / R)
-            tau = tau + 3.0 * b.mu / R**3 * jnp.cross(rhat_B, IC @ rhat_B)
+            R = jnp.sqrt(dot3(R_N, R_N))
+            rhat_B = mv3(ctx.dcm_BN, R_N / R)
+            tau = tau + 3.0 * b.mu / R**3 * cross3(rhat_B, mv3(IC, rhat_B))
         z = jnp.zeros(3)
         return ForceTorque(z, z, tau)
 

@@ -3,7 +3,7 @@ r"""The rigid hub of a spacecraft: mass, inertia about its own CoM, and CoM offs
 import equinox as eqx
 import jax.numpy as jnp
 
-from jaxsim._kinematics import tilde
+from jaxsim._kinematics import cross3, dot3, mm3, mv3, tilde
 from jaxsim._validation import as_array, check_inertia, check_positive
 
 from ._types import EnergyMomentum, MassProps
@@ -39,13 +39,14 @@ class Hub(eqx.Module):
     def mass_props(self) -> MassProps:
         r = self.r_BcB_B
         rt = tilde(r)
-        inertia_B = self.IHubPntBc_B + self.mass * rt @ rt.T
+        inertia_B = self.IHubPntBc_B + self.mass * mm3(rt, rt.T)
         z3, z33 = jnp.zeros(3), jnp.zeros((3, 3))
         return MassProps(self.mass, jnp.zeros(()), self.mass * r, z3, inertia_B, z33)
 
     def energy_momentum(self, omega_BN_B) -> EnergyMomentum:
         r = self.r_BcB_B
-        rdot = jnp.cross(omega_BN_B, r)
-        H = self.IHubPntBc_B @ omega_BN_B + self.mass * jnp.cross(r, rdot)
-        E = 0.5 * omega_BN_B @ self.IHubPntBc_B @ omega_BN_B + 0.5 * self.mass * rdot @ rdot
+        rdot = cross3(omega_BN_B, r)
+        Iw = mv3(self.IHubPntBc_B, omega_BN_B)
+        H = Iw + self.mass * cross3(r, rdot)
+        E = 0.5 * dot3(omega_BN_B, Iw) + 0.5 * self.mass * dot3(rdot, rdot)
         return EnergyMomentum(H, E)

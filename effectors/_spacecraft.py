@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsim._dynamic_object import AbstractDynamicObject
-from jaxsim._kinematics import inv3, mrp_dot, mrp_switch, mrp_to_dcm, tilde
+from jaxsim._kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_to_dcm, mv3, tilde
 from jaxsim._validation import as_array, check_name, check_unique_names
 
 from ._effector import AbstractDynamicEffector, AbstractStateEffector
@@ -82,6 +82,14 @@ class Spacecraft(AbstractDynamicObject):
         names = [_HUB_KEY] + [e.name for e in self.state_effectors + self.dynamic_effectors]
         check_unique_names(cls, "effectors (names, 'hub' reserved)", names)
         check_unique_names(cls, "gravity", [b.name for b in self.gravity])
+        state_names = {e.name for e in self.state_effectors}
+        for e in self.state_effectors + self.dynamic_effectors:
+            missing = [n for n in e.reads_states if n not in state_names]
+            if missing:
+                raise ValueError(
+                    f"{cls}: effector {e.name!r} reads the state(s) {missing!r}, which are not "
+                    f"state effectors of this spacecraft; got state effectors {sorted(state_names)!r}."
+                )
         n_central = sum(b.central for b in self.gravity)
         if n_central > 1:
             raise ValueError(
@@ -135,8 +143,8 @@ class Spacecraft(AbstractDynamicObject):
         c_prime = mp.first_moment_prime / mp.mass - mp.mass_dot / mp.mass * c
         dcm_NB = mrp_to_dcm(sigma_BN).T
         y[_HUB_KEY] = {
-            "r_BN_N": r_CN_N - dcm_NB @ c,
-            "v_BN_N": v_CN_N - dcm_NB @ (c_prime + jnp.cross(omega_BN_B, c)),
+            "r_BN_N": r_CN_N - mv3(dcm_NB, c),
+            "v_BN_N": v_CN_N - mv3(dcm_NB, c_prime + cross3(omega_BN_B, c)),
             "sigma_BN": sigma_BN,
             "omega_BN_B": omega_BN_B,
         }
@@ -164,9 +172,9 @@ class Spacecraft(AbstractDynamicObject):
         m = mp.mass
         c = mp.first_moment / m
         c_prime = mp.first_moment_prime / m - mp.mass_dot / m * c
-        c_dot = c_prime + jnp.cross(omega, c)
-        r_CN_N = hub["r_BN_N"] + dcm_BN.T @ c
-        v_CN_N = hub["v_BN_N"] + dcm_BN.T @ c_dot
+        c_dot = c_prime + cross3(omega, c)
+        r_CN_N = hub["r_BN_N"] + mv3(dcm_BN.T, c)
+        v_CN_N = hub["v_BN_N"] + mv3(dcm_BN.T, c_dot)
         g_N, r_origin, v_origin = jnp.zeros(3), jnp.zeros(3), jnp.zeros(3)
         if self.gravity:
             g_N, _, r_origin = gravity_at(self.gravity, t, r_CN_N)
@@ -191,7 +199,8 @@ class Spacecraft(AbstractDynamicObject):
             r_CN_N=r_CN_N,
             v_CN_N=v_CN_N,
             g_N=g_N,
-            g_B=dcm_BN @ g_N,
+            g_B=mv3(dcm_BN, g_N),
+            states=y,
         )
 
     # ----------------------------------------------------------------------------------------------
@@ -213,21 +222,21 @@ class Spacecraft(AbstractDynamicObject):
             B=-m * ct,
             C=m * ct,
             D=ctx.ISC_B,
-            v_trans=-2.0 * m * jnp.cross(omega, cp)
-            - m * jnp.cross(omega, jnp.cross(omega, c))
-            - 2.0 * ctx.mDot_sc * (cp + jnp.cross(omega, c)),
-            v_rot=-jnp.cross(omega, ctx.ISC_B @ omega) - ctx.ISCPrime_B @ omega,
+            v_trans=-2.0 * m * cross3(omega, cp)
+            - m * cross3(omega, cross3(omega, c))
+            - 2.0 * ctx.mDot_sc * (cp + cross3(omega, c)),
+            v_rot=-cross3(omega, mv3(ctx.ISC_B, omega)) - mv3(ctx.ISCPrime_B, omega),
         )
         for e in self.state_effectors:
             bs = bs + e.back_substitution(y[e.name], ctx)
         ft = self.loads(ctx)
-        F_g_B = ctx.dcm_BN @ (m * ctx.g_N)
-        v_trans = bs.v_trans + F_g_B + ctx.dcm_BN @ ft.force_N + ft.force_B
-        v_rot = bs.v_rot + jnp.cross(c, F_g_B) + ft.torque_B
+        F_g_B = mv3(ctx.dcm_BN, m * ctx.g_N)
+        v_trans = bs.v_trans + F_g_B + mv3(ctx.dcm_BN, ft.force_N) + ft.force_B
+        v_rot = bs.v_rot + cross3(c, F_g_B) + ft.torque_B
         A_inv = inv3(bs.A)
-        CAinv = bs.C @ A_inv
-        omega_dot = inv3(bs.D - CAinv @ bs.B) @ (v_rot - CAinv @ v_trans)
-        rDDot_B = A_inv @ (v_trans - bs.B @ omega_dot)
+        CAinv = mm3(bs.C, A_inv)
+        omega_dot = mv3(inv3(bs.D - mm3(CAinv, bs.B)), v_rot - mv3(CAinv, v_trans))
+        rDDot_B = mv3(A_inv, v_trans - mv3(bs.B, omega_dot))
         return rDDot_B, omega_dot
 
     def drift(self, t, y, args):
@@ -237,7 +246,7 @@ class Spacecraft(AbstractDynamicObject):
         dy = {
             _HUB_KEY: {
                 "r_BN_N": hub["v_BN_N"],
-                "v_BN_N": ctx.dcm_NB @ rDDot_B,
+                "v_BN_N": mv3(ctx.dcm_NB, rDDot_B),
                 "sigma_BN": mrp_dot(hub["sigma_BN"], hub["omega_BN_B"]),
                 "omega_BN_B": omega_dot,
             }
@@ -245,6 +254,34 @@ class Spacecraft(AbstractDynamicObject):
         for e in self.state_effectors:
             dy[e.name] = e.derivative(y[e.name], ctx, rDDot_B, omega_dot)
         return dy
+
+    @property
+    def noise_dim(self) -> int:
+        """Total number of Wiener processes: the sum over state effectors (hub: none)."""
+        return sum(e.noise_dim for e in self.state_effectors)
+
+    def diffusion(self, t, y, args):
+        """$G(t, y)$: leaves `leaf.shape + (noise_dim,)`; effector k's sources occupy its own slice
+        of the noise vector (in `state_effectors` order); zeros for the hub and noiseless effectors."""
+        total = self.noise_dim
+        zeros = lambda x: jax.tree_util.tree_map(
+            lambda leaf: jnp.zeros(jnp.shape(leaf) + (total,), jnp.result_type(leaf)), x
+        )
+        out = {_HUB_KEY: zeros(y[_HUB_KEY])}
+        ctx = self.context(t, y, args) if total else None
+        offset = 0
+        for e in self.state_effectors:
+            nk = e.noise_dim
+            if nk == 0:
+                out[e.name] = zeros(y[e.name])
+            else:
+                lo, hi = offset, total - offset - nk
+                out[e.name] = jax.tree_util.tree_map(
+                    lambda leaf: jnp.pad(leaf, [(0, 0)] * (leaf.ndim - 1) + [(lo, hi)]),
+                    e.diffusion(y[e.name], ctx),
+                )
+            offset += nk
+        return out
 
     def step_map(self, t, y):
         hub = dict(y[_HUB_KEY])
@@ -279,10 +316,10 @@ class Spacecraft(AbstractDynamicObject):
         else:
             U = jnp.zeros(())
         return {
-            "totOrbEnergy": 0.5 * m * ctx.v_CN_N @ ctx.v_CN_N + m * U,
-            "totRotEnergy": em.E - 0.5 * m * cdot @ cdot,
-            "totOrbAngMomPntN_N": m * jnp.cross(ctx.r_CN_N, ctx.v_CN_N),
-            "totRotAngMomPntC_N": ctx.dcm_NB @ (em.H_B - m * jnp.cross(c, cdot)),
+            "totOrbEnergy": 0.5 * m * dot3(ctx.v_CN_N, ctx.v_CN_N) + m * U,
+            "totRotEnergy": em.E - 0.5 * m * dot3(cdot, cdot),
+            "totOrbAngMomPntN_N": m * cross3(ctx.r_CN_N, ctx.v_CN_N),
+            "totRotAngMomPntC_N": mv3(ctx.dcm_NB, em.H_B - m * cross3(c, cdot)),
         }
 
     def outputs(self, t, y, args) -> dict:

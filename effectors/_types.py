@@ -97,7 +97,10 @@ class HubContext(eqx.Module):
     - `sigma_BN`, `omega_BN_B` [rad/s], `dcm_BN` $=[BN]$;
     - `m_sc` [kg], `mDot_sc` [kg/s], `c_B`, `cPrime_B`, `cDot_B` [m, m/s], `ISC_B`, `ISCPrime_B` [kg m^2] about $B$;
     - `r_CN_N`, `v_CN_N`: composite CoM relative to the integration origin;
-    - `g_N`: gravitational acceleration of $C$ [m/s^2] ($\mathcal N$ comps), `g_B` the same in $\mathcal B$.
+    - `g_N`: gravitational acceleration of $C$ [m/s^2] ($\mathcal N$ comps), `g_B` the same in $\mathcal B$;
+    - `states`: the spacecraft's whole state dict `{"hub": ..., <effector name>: ...}` (default `None`
+      when built outside `Spacecraft.context`), so that an effector can read another effector's
+      state by name (e.g. `Drag` reads the density-correction noise state; see `reads_states`).
     """
 
     t: Any
@@ -120,6 +123,7 @@ class HubContext(eqx.Module):
     v_CN_N: Array
     g_N: Array
     g_B: Array
+    states: Any = None
 
     @property
     def dcm_NB(self):
@@ -129,4 +133,6 @@ class HubContext(eqx.Module):
     def IC_B(self):
         r"""Composite inertia about $C$: $[I_{sc,B}] - m_{sc}[\tilde c][\tilde c]^T$."""
         c = self.c_B
-        return self.ISC_B - self.m_sc * (jnp.dot(c, c) * jnp.eye(3) - jnp.outer(c, c))
+        return self.ISC_B - self.m_sc * (
+            (c[0] ** 2 + c[1] ** 2 + c[2] ** 2) * jnp.eye(3) - c[:, None] * c[None, :]
+        )

@@ -12,6 +12,14 @@ jax.config.update("jax_enable_x64", True)
 
 from . import kinematics as kinematics
 from ._dynamic_object import AbstractDynamicObject as AbstractDynamicObject, System as System
+from ._sde_solvers import (
+    SRA1 as SRA1,
+    AbstractSDESolver as AbstractSDESolver,
+    EulerMaruyama as EulerMaruyama,
+    Heun as Heun,
+    Milstein as Milstein,
+    ShARK as ShARK,
+)
 from ._signals import AbstractSignal as AbstractSignal, PiecewiseConstant as PiecewiseConstant
 from ._simulate import Solution as Solution, simulate as simulate
 from ._solvers import (

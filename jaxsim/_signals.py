@@ -8,8 +8,9 @@ acts on $[t_k, t_{k+1}]$), and an adaptive solver gets $t_i$ as a `jump_ts` brea
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
-from ._validation import as_array
+from ._validation import as_array, check_positive, is_concrete
 
 
 class AbstractSignal(eqx.Module):
@@ -72,3 +73,214 @@ def breakpoints_of(*items) -> tuple:
         if isinstance(it, AbstractSignal):
             out.extend(it.breakpoints())
     return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------------
+# Sources with discontinuities at known times (bdsim STEP / RAMP / PIECEWISE / WAVEFORM).
+#
+# These are *right-continuous* at their edges (bdsim's convention: `u(T) = on` for a step): a
+# value evaluated exactly at an edge time is the post-edge value. Inside a solve, jaxsim's hybrid
+# driver (`simulate(..., discontinuities=...)`, see `jaxsim/_hybrid.py`) makes every edge a segment
+# boundary and evaluates the drift at times clipped one ulp inside the open segment, so an RK
+# stage at the end of the segment before an edge sees the left limit and a stage at the start of
+# the segment after sees the right limit, whatever the signal's own convention at the edge.
+# --------------------------------------------------------------------------------------------------
+
+
+def _scalar_time(cls, arg, value):
+    """A time [s], kept as a (possibly traced) 0-d array so that it can be differentiated."""
+    return as_array(cls, arg, value, "s", ())
+
+
+class Step(AbstractSignal):
+    r"""A step: $u(t) = $ `off` for $t < T$, `on` for $t \ge T$ (right-continuous).
+
+    **Arguments:**
+
+    - `T`: step time [s]; may be a traced value (a differentiable burn start).
+    - `off`, `on`: values before and after (scalars or arrays of one shape; any unit).
+
+    **Assumptions and limitations:** `breakpoints()` returns `(T,)`; give the signal (or the model
+    holding it) to `simulate(..., discontinuities=...)` so that `T` becomes a segment boundary.
+    """
+
+    T: jnp.ndarray
+    off: jnp.ndarray
+    on: jnp.ndarray
+
+    def __init__(self, T, off=0.0, on=1.0):
+        self.T = _scalar_time("Step", "T", T)
+        self.off = as_array("Step", "off", off, "")
+        self.on = as_array("Step", "on", on, "")
+        if self.off.shape != self.on.shape:
+            raise ValueError(
+                f"Step: `on` must have the shape of `off` {self.off.shape}; got {self.on.shape}."
+            )
+
+    def __call__(self, t):
+        return jnp.where(t >= self.T, self.on, self.off)
+
+    def breakpoints(self, t0=None, t1=None):
+        return (self.T,)
+
+
+class Ramp(AbstractSignal):
+    r"""A ramp: $u(t) = $ `off` $+$ `slope` $\max(t - T, 0)$ (continuous, kink at $T$).
+
+    **Arguments:**
+
+    - `T`: ramp start [s] (may be traced).
+    - `slope`: rate [unit/s]; `off`: value before `T`.
+    """
+
+    T: jnp.ndarray
+    slope: jnp.ndarray
+    off: jnp.ndarray
+
+    def __init__(self, T, slope=1.0, off=0.0):
+        self.T = _scalar_time("Ramp", "T", T)
+        self.slope = as_array("Ramp", "slope", slope, "1/s")
+        self.off = as_array("Ramp", "off", off, "")
+
+    def __call__(self, t):
+        return self.off + self.slope * jnp.maximum(t - self.T, 0.0)
+
+    def breakpoints(self, t0=None, t1=None):
+        return (self.T,)
+
+
+class PiecewiseTable(AbstractSignal):
+    r"""Right-continuous piecewise-constant table: $u = v_0$ for $t < t_1$, $v_i$ on $[t_i, t_{i+1})$.
+
+    Unlike `PiecewiseConstant` (left-continuous, for the plain fixed-step driver), this follows
+    bdsim's PIECEWISE convention; inside the hybrid driver both give the same solution.
+
+    **Arguments:**
+
+    - `times`: switch times $t_1 < \dots < t_n$ [s], shape `(n,)` (may be traced).
+    - `values`: shape `(n + 1, ...)`.
+    """
+
+    times: jnp.ndarray
+    values: jnp.ndarray
+
+    def __init__(self, times, values):
+        times = as_array("PiecewiseTable", "times", times, "s", (None,))
+        values = jnp.asarray(values, dtype=float)
+        if values.ndim < 1 or values.shape[0] != times.shape[0] + 1:
+            raise ValueError(
+                "PiecewiseTable: `values` must have shape (len(times) + 1, ...); got "
+                f"{values.shape} for {times.shape[0]} times."
+            )
+        if is_concrete(times) and times.shape[0] > 1 and bool(jnp.any(jnp.diff(times) <= 0)):
+            raise ValueError(f"PiecewiseTable: `times` [s] must be increasing; got {times}.")
+        self.times = times
+        self.values = values
+
+    def __call__(self, t):
+        i = jnp.searchsorted(self.times, t, side="right")
+        return self.values[i]
+
+    def breakpoints(self, t0=None, t1=None):
+        return tuple(self.times[i] for i in range(self.times.shape[0]))
+
+
+def _periodic_edges(cls, freq, phase, fractions, t0, t1):
+    """Edge times (phase + k + f)/freq in [t0, t1] for each fraction f, in float64, sorted."""
+    if t0 is None or t1 is None:
+        raise ValueError(
+            f"{cls}: `breakpoints(t0, t1)` needs the horizon [s] of a periodic signal; "
+            f"got t0={t0}, t1={t1}."
+        )
+    if not (is_concrete(freq) and is_concrete(phase)):
+        raise ValueError(
+            f"{cls}: `freq` and `phase` must be concrete to enumerate edges (their number fixes "
+            "the shape of the run); got traced values."
+        )
+    f = float(freq)
+    p = float(phase)
+    k0 = int(np.floor(float(t0) * f - p)) - 1
+    k1 = int(np.ceil(float(t1) * f - p)) + 1
+    out = []
+    for k in range(k0, k1 + 1):
+        for frac in fractions:
+            te = (p + k + frac) / f
+            if float(t0) < te < float(t1):
+                out.append(te)
+    return tuple(sorted(out))
+
+
+class SquareWave(AbstractSignal):
+    r"""Square wave (bdsim WAVEFORM 'square'): $u = a\,s(t) + o$, $s = +1$ on $[r_k, f_k)$, else $-1$.
+
+    Rising edges $r_k = (\phi + k)/f$, falling edges $f_k = (\phi + d + k)/f$ (phase $\phi$ in
+    cycles, duty $d$). The value is decided by comparing $t$ with these same float64 edge times
+    (not by a `mod` of $t f - \phi$), so it is exactly right-continuous at the declared edges.
+
+    **Arguments:**
+
+    - `freq` [Hz] > 0; `duty` in (0, 1); `phase` [cycles]; `amplitude`, `offset`.
+
+    **Assumptions and limitations:** `freq`, `duty`, `phase` must be concrete for
+    `breakpoints(t0, t1)` (the number of edges fixes the shape of the run).
+    """
+
+    freq: jnp.ndarray
+    duty: jnp.ndarray
+    phase: jnp.ndarray
+    amplitude: jnp.ndarray
+    offset: jnp.ndarray
+
+    def __init__(self, freq, duty=0.5, phase=0.0, amplitude=1.0, offset=0.0):
+        self.freq = check_positive(
+            "SquareWave", "freq", as_array("SquareWave", "freq", freq, "Hz", ()), "Hz"
+        )
+        self.duty = as_array("SquareWave", "duty", duty, "-", ())
+        if is_concrete(self.duty) and not 0.0 < float(self.duty) < 1.0:
+            raise ValueError(f"SquareWave: `duty` must be in (0, 1) [-]; got {float(self.duty)}.")
+        self.phase = as_array("SquareWave", "phase", phase, "cycles", ())
+        self.amplitude = as_array("SquareWave", "amplitude", amplitude, "")
+        self.offset = as_array("SquareWave", "offset", offset, "")
+
+    def __call__(self, t):
+        k = jnp.floor(t * self.freq - self.phase)
+        r = (self.phase + k) / self.freq
+        # Correct the cycle index so that r_k <= t < r_{k+1} holds with the float edge times.
+        k = jnp.where(t < r, k - 1, k)
+        k = jnp.where(t >= (self.phase + k + 1) / self.freq, k + 1, k)
+        fall = (self.phase + self.duty + k) / self.freq
+        s = jnp.where(t < fall, 1.0, -1.0)
+        return self.amplitude * s + self.offset
+
+    def breakpoints(self, t0=None, t1=None):
+        return _periodic_edges("SquareWave", self.freq, self.phase, (0.0, float(self.duty)), t0, t1)
+
+
+class TriangleWave(AbstractSignal):
+    r"""Symmetric triangle wave: $u = a\,s(t) + o$, $s$ rising linearly from $-1$ at $r_k$ to $+1$
+    half a period later and back (continuous; kinks at the extremes are breakpoints).
+
+    **Arguments:** `freq` [Hz] > 0, `phase` [cycles], `amplitude`, `offset`.
+    """
+
+    freq: jnp.ndarray
+    phase: jnp.ndarray
+    amplitude: jnp.ndarray
+    offset: jnp.ndarray
+
+    def __init__(self, freq, phase=0.0, amplitude=1.0, offset=0.0):
+        self.freq = check_positive(
+            "TriangleWave", "freq", as_array("TriangleWave", "freq", freq, "Hz", ()), "Hz"
+        )
+        self.phase = as_array("TriangleWave", "phase", phase, "cycles", ())
+        self.amplitude = as_array("TriangleWave", "amplitude", amplitude, "")
+        self.offset = as_array("TriangleWave", "offset", offset, "")
+
+    def __call__(self, t):
+        x = t * self.freq - self.phase
+        tau = x - jnp.floor(x)
+        s = jnp.where(tau < 0.5, 4.0 * tau - 1.0, 3.0 - 4.0 * tau)
+        return self.amplitude * s + self.offset
+
+    def breakpoints(self, t0=None, t1=None):
+        return _periodic_edges("TriangleWave", self.freq, self.phase, (0.0, 0.5), t0, t1)

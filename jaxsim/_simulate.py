@@ -120,6 +120,10 @@ def simulate(
     outputs: bool = True,
     checkpoint: bool = True,
     throw: bool = True,
+    key=None,
+    dW=None,
+    dZ=None,
+    brownian="increments",
 ) -> Solution:
     r"""Propagate `model` from `y0` at `t0` to `t1` and sample it at `ts`.
 
@@ -140,6 +144,12 @@ def simulate(
     - `checkpoint`: fixed-step only; checkpoint each sample interval for reverse-mode memory.
     - `throw`: raise on a failed solve or non-finite state; with `False` the failure is reported in
       `Solution.result` (use this under `vmap` for Monte Carlo).
+    - `key`, `dW`, `dZ`, `brownian`: stochastic dynamics (`model.noise_dim > 0`), see `jaxsim._sde`:
+      a `jax.random` key (`brownian="increments"`: per-step draws keyed by the step index;
+      `"tree"` or a `diffrax.VirtualBrownianTree`: a Brownian tree), or prescribed Wiener increments
+      `dW` (and `dZ` for `SRA1`), shape `(n_steps, noise_dim)`. Given an SDE solver
+      (`EulerMaruyama`, `Heun`, `Milstein`, `SRA1`, `ShARK`) or a key, `simulate` solves the SDE;
+      without them a noisy model integrates its drift only.
 
     `t0`, `t1`, `dt`, `ts` and `sample_dt` fix the shape of the computation and must be concrete.
     """
@@ -149,6 +159,14 @@ def simulate(
         )
     check_state_structure(model, y0)
     t0, t1, ts = _sample_times(t0, t1, ts, sample_dt)
+    from ._sde import is_sde_request, simulate_sde
+
+    if is_sde_request(solver, key, dW):
+        return simulate_sde(
+            model, y0, t0, t1, ts, dt=dt, solver=solver, args=args, rtol=rtol, atol=atol,
+            max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, key=key,
+            dW=dW, dZ=dZ, brownian=brownian,
+        )  # fmt: skip
     is_jaxsim = isinstance(solver, AbstractSolver)
     adaptive = (
         solver.adaptive

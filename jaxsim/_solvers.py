@@ -162,6 +162,10 @@ class StepMappedSolver(dfx.AbstractWrappedSolver):
     def interpolation_cls(self):  # pyright: ignore
         return self.solver.interpolation_cls
 
+    @property
+    def term_compatible_contr_kwargs(self):  # SDE solvers ask the Brownian path for Levy areas
+        return self.solver.term_compatible_contr_kwargs
+
     def order(self, terms):
         return self.solver.order(terms)
 

@@ -1,16 +1,21 @@
 """Public attitude-kinematics functions (MRP, DCM, quaternion, PRV); see `jaxsim._kinematics`."""
 
 from ._kinematics import (
+    cross3 as cross3,
     dcm_to_mrp as dcm_to_mrp,
     dcm_to_quat as dcm_to_quat,
+    dot3 as dot3,
     euler_axis_rotation as euler_axis_rotation,
     inv3 as inv3,
+    mm3 as mm3,
     mrp_b_matrix as mrp_b_matrix,
     mrp_dot as mrp_dot,
     mrp_shadow as mrp_shadow,
     mrp_switch as mrp_switch,
     mrp_to_dcm as mrp_to_dcm,
     mrp_to_quat as mrp_to_quat,
+    mv3 as mv3,
+    outer3 as outer3,
     prv_to_dcm as prv_to_dcm,
     quat_to_dcm as quat_to_dcm,
     quat_to_mrp as quat_to_mrp,

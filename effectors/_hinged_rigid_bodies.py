@@ -1,0 +1,356 @@
+r"""Hinged rigid panels (Basilisk `hingedRigidBodyStateEffector`), N panels in one effector.
+
+Frames and points (`physics/hinged_rigid_body.md`): hinge point $H$ at $\mathbf r_{H/B}$; hinge frame
+$\mathcal H$ with $[HB]$ (rows $\hat{\mathbf h}_i$ in $\mathcal B$); panel frame $[SB] = M_2(\theta)[HB]$ with rows
+$\hat{\mathbf s}_1, \hat{\mathbf s}_2 = \hat{\mathbf h}_2, \hat{\mathbf s}_3$; panel CoM $S$ at $\mathbf r_{S/B} = \mathbf r_{H/B} - d\,\hat{\mathbf s}_1$.
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from jaxsim._kinematics import (
+    cross3,
+    dcm_to_mrp,
+    dot3,
+    euler_axis_rotation,
+    mm3,
+    mv3,
+    outer3,
+    tilde,
+)
+from jaxsim._signals import breakpoints_of
+from jaxsim._validation import (
+    check_inertia,
+    check_name,
+    check_nonnegative,
+    check_orthonormal,
+    check_positive,
+    fail,
+    is_concrete,
+)
+
+from ._attachments import attached_loads, body_context, children_outputs, parse_attached
+from ._effector import AbstractStateEffector
+from ._types import BackSub, EnergyMomentum, HubContext, MassProps
+from ._unit_params import command, input_at, per_unit, unit_count, unit_input
+
+
+def _mtv3(m, v):
+    """`m^T v` for 3x3 `m` (batched)."""
+    return m[..., 0, :] * v[..., 0, None] + m[..., 1, :] * v[..., 1, None] + m[..., 2, :] * v[..., 2, None]
+
+
+def _congruence(dcm_SB, I_S):
+    """$[SB]^T [I] [SB]$: an inertia in $\mathcal S$ components expressed in $\mathcal B$."""
+    return mm3(jnp.swapaxes(dcm_SB, -1, -2), mm3(I_S, dcm_SB))
+
+
+class HingedRigidBodies(AbstractStateEffector):
+    r"""$n$ rigid panels, each on a single-axis torsional hinge with spring, damper and motor.
+
+    Each panel obeys (Allard, Schaub & Piggott 2018, `physics/hinged_rigid_body.md` §3)
+    $$\ddot\theta = \mathbf a_\theta^T\,{}^{B}\ddot{\mathbf r}_{B/N} + \mathbf b_\theta^T\dot{\boldsymbol\omega} + c_\theta,$$
+    with the hinge torque $u - k(\theta-\theta_{ref}) - c(\dot\theta-\dot\theta_{ref})$ about $+\hat{\mathbf s}_2$, gravity
+    about the hinge, inertial coupling terms and the torque of attached dynamic effectors.
+
+    **Arguments** (per-panel values: shape `(n, ...)`, or one value for all panels):
+
+    - `mass`: panel masses $m_p$ [kg], shape `(n,)`, > 0; fixes the number of panels $n$.
+    - `IPntS_S`: inertia about the panel CoM $S$ in $\mathcal S$ components [kg m^2], `(n, 3, 3)`;
+      positive definite and **diagonal** ($I_{s1}, I_{s2}, I_{s3}$; $I_{s2}$ about the hinge axis).
+    - `d`: hinge-to-CoM distance [m], `(n,)`, >= 0.
+    - `k`: torsional spring [N m/rad], `(n,)`, >= 0. `c`: damper [N m s/rad], >= 0 (default 0).
+    - `r_HB_B`: hinge points [m], `(n, 3)`. `dcm_HB`: hinge frames $[HB]$, `(n, 3, 3)`, proper orthonormal.
+    - `theta0`, `thetaDot0`: initial deflection [rad] and rate [rad/s] (default 0).
+    - `thetaRef`, `thetaDotRef`: spring/damper references [rad], [rad/s]: constants or signals
+      (default 0); `args[name]["thetaRef"]` / `["thetaDotRef"]`, when present, replace them.
+    - `motor_torque`: hinge motor torque $u$ [N m] about $+\hat{\mathbf s}_2$: constant or signal (default 0);
+      `args[name]["motor_torque"]` (shape `(n,)`), when present, is added (flight-software command).
+    - `attached`: dynamic effectors mounted on panels, `{panel index: effector or tuple of effectors}`.
+      Each child sees the panel as its hub: $\mathcal B \to \mathcal S$, point $B \to$ the panel CoM $S$
+      (see `effectors/_attachments.py`). Its `force_B` is in $\mathcal S$ components, `force_N` in
+      $\mathcal N$, both **through $S$**; its `torque_B` is about $S$ in $\mathcal S$ components. The load enters
+      the hub translation ($\mathbf F$), the hub rotation ($\boldsymbol\tau_S + \mathbf r_{S/B}\times\mathbf F$) and the
+      hinge equation ($\hat{\mathbf s}_2\cdot(\boldsymbol\tau_S - d\,\hat{\mathbf s}_1\times\mathbf F)$) consistently.
+    - `name`: key of the state `{"theta": (n,), "thetaDot": (n,)}` and of the outputs.
+
+    **Outputs** (under `name`): `theta`, `thetaDot`, `hinge_torque` $u-k(\theta-\theta_{ref})-c(\dot\theta-\dot\theta_{ref})$
+    [N m], `damper_power` $-c(\dot\theta-\dot\theta_{ref})\dot\theta$ [W] (power of the dampers on the system),
+    `r_SN_N`, `v_SN_N` (true inertial velocity of $S$; Basilisk's panel message mixes frames, see
+    `physics/hinged_rigid_body.md` §6), `sigma_SN`, `omega_SN_S`, and with attachments `attached_force_S`,
+    `attached_torque_S` (about $S$), `attached_hinge_torque` and the children's outputs under `attached`.
+
+    **Assumptions and limitations:** rigid panels with diagonal inertia in $\mathcal S$; a single rotation
+    axis per panel; no hinge stops; spring and damper linear; inputs are evaluated at each stage time
+    (use `PiecewiseConstant` for a zero-order hold); $n \ge 1$; zero mass is rejected (give a
+    massless panel no effector at all). With $k = c = 0$ and no motor torque the hinge is free.
+
+    **Reference:** C. Allard, H. Schaub, S. Piggott, "General Hinged Rigid-Body Dynamics Approximating
+    First-Order Spacecraft Solar Panel Flexing", J. Spacecraft and Rockets 55(5), 2018,
+    doi:10.2514/1.A34125.
+    """
+
+    mass: Float[Array, " n"]
+    IPntS_S: Float[Array, "n 3 3"]
+    d: Float[Array, " n"]
+    k: Float[Array, " n"]
+    c: Float[Array, " n"]
+    r_HB_B: Float[Array, "n 3"]
+    dcm_HB: Float[Array, "n 3 3"]
+    theta0: Float[Array, " n"]
+    thetaDot0: Float[Array, " n"]
+    thetaRef: object
+    thetaDotRef: object
+    motor_torque: object
+    attached: tuple
+    attached_index: tuple = eqx.field(static=True)
+    num_panels: int = eqx.field(static=True)
+    name: str = eqx.field(static=True)
+
+    def __init__(
+        self,
+        mass,
+        IPntS_S,
+        d,
+        k,
+        r_HB_B,
+        dcm_HB,
+        *,
+        c=0.0,
+        theta0=0.0,
+        thetaDot0=0.0,
+        thetaRef=0.0,
+        thetaDotRef=0.0,
+        motor_torque=0.0,
+        attached=None,
+        name: str = "panels",
+    ):
+        cls = "HingedRigidBodies"
+        n = unit_count(cls, "mass", mass)
+        self.num_panels = n
+        self.mass = check_positive(cls, "mass", per_unit(cls, "mass", mass, "kg", n), "kg")
+        inertia = per_unit(cls, "IPntS_S", IPntS_S, "kg m^2", n, (3, 3))
+        check_inertia(cls, "IPntS_S", inertia)
+        if is_concrete(inertia):
+            arr = np.asarray(inertia)
+            off = arr - np.einsum("nii->ni", arr)[:, :, None] * np.eye(3)
+            if np.max(np.abs(off)) > 1e-12 * max(np.max(np.abs(arr)), 1e-300):
+                fail(cls, "IPntS_S", "must be diagonal in the panel frame S", "kg m^2", inertia)
+        self.IPntS_S = inertia
+        self.d = check_nonnegative(cls, "d", per_unit(cls, "d", d, "m", n), "m")
+        self.k = check_nonnegative(cls, "k", per_unit(cls, "k", k, "N m/rad", n), "N m/rad")
+        self.c = check_nonnegative(cls, "c", per_unit(cls, "c", c, "N m s/rad", n), "N m s/rad")
+        self.r_HB_B = per_unit(cls, "r_HB_B", r_HB_B, "m", n, (3,))
+        self.dcm_HB = check_orthonormal(cls, "dcm_HB", per_unit(cls, "dcm_HB", dcm_HB, "-", n, (3, 3)))
+        self.theta0 = per_unit(cls, "theta0", theta0, "rad", n)
+        self.thetaDot0 = per_unit(cls, "thetaDot0", thetaDot0, "rad/s", n)
+        self.thetaRef = unit_input(cls, "thetaRef", thetaRef, "rad", n)
+        self.thetaDotRef = unit_input(cls, "thetaDotRef", thetaDotRef, "rad/s", n)
+        self.motor_torque = unit_input(cls, "motor_torque", motor_torque, "N m", n)
+        self.attached_index, self.attached = parse_attached(cls, attached, n)
+        self.name = check_name(cls, "name", name)
+
+    # ----------------------------------------------------------------------------------------------
+    # States and kinematics
+
+    def init_state(self, theta=None, thetaDot=None) -> dict:
+        n = self.num_panels
+        cls = f"HingedRigidBodies({self.name}).init_state"
+        return {
+            "theta": self.theta0 if theta is None else per_unit(cls, "theta", theta, "rad", n),
+            "thetaDot": self.thetaDot0
+            if thetaDot is None
+            else per_unit(cls, "thetaDot", thetaDot, "rad/s", n),
+        }
+
+    def _kinematics(self, x):
+        theta, thetaDot = x["theta"], x["thetaDot"]
+        dcm_SB = mm3(euler_axis_rotation(2, theta), self.dcm_HB)
+        s1, s2, s3 = dcm_SB[:, 0], dcm_SB[:, 1], dcm_SB[:, 2]
+        d = self.d[:, None]
+        r_SB = self.r_HB_B - d * s1
+        rPrime_SB = (self.d * thetaDot)[:, None] * s3
+        return dcm_SB, s1, s2, s3, r_SB, rPrime_SB
+
+    def _principal(self):
+        I = self.IPntS_S
+        return I[:, 0, 0], I[:, 1, 1], I[:, 2, 2]
+
+    def _inputs(self, ctx):
+        n, t = self.num_panels, ctx.t
+        u = input_at(self.motor_torque, t, n)
+        cmd = command(ctx.args, self.name, "motor_torque")
+        if cmd is not None:
+            u = u + jnp.broadcast_to(jnp.asarray(cmd, dtype=float), (n,))
+        refs = []
+        for key, value in (("thetaRef", self.thetaRef), ("thetaDotRef", self.thetaDotRef)):
+            cmd = command(ctx.args, self.name, key)
+            refs.append(input_at(value if cmd is None else cmd, t, n))
+        return u, refs[0], refs[1]
+
+    def mass_props(self, t, x) -> MassProps:
+        dcm_SB, s1, s2, s3, r_SB, rPrime_SB = self._kinematics(x)
+        m = self.mass
+        Is1, _, Is3 = self._principal()
+        rt, rpt = tilde(r_SB), tilde(rPrime_SB)
+        I_S_B = _congruence(dcm_SB, self.IPntS_S)
+        inertia = I_S_B - m[:, None, None] * mm3(rt, rt)
+        Iprime_S = (x["thetaDot"] * (Is3 - Is1))[:, None, None] * (outer3(s1, s3) + outer3(s3, s1))
+        inertia_prime = Iprime_S - m[:, None, None] * (mm3(rpt, rt) + mm3(rt, rpt))
+        return MassProps(
+            mass=jnp.sum(m),
+            mass_dot=jnp.zeros(()),
+            first_moment=jnp.sum(m[:, None] * r_SB, axis=0),
+            first_moment_prime=jnp.sum(m[:, None] * rPrime_SB, axis=0),
+            inertia_B=jnp.sum(inertia, axis=0),
+            inertia_prime_B=jnp.sum(inertia_prime, axis=0),
+        )
+
+    # ----------------------------------------------------------------------------------------------
+    # Attached dynamic effectors
+
+    def _panel_context(self, i, x, ctx, kin):
+        dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
+        omega = ctx.omega_BN_B
+        rDot_SB = rPrime_SB[i] + cross3(omega, r_SB[i])
+        omega_SN_B = omega + x["thetaDot"][i] * s2[i]
+        return body_context(
+            ctx, r_SB[i], rDot_SB, dcm_SB[i], omega_SN_B, self.mass[i], jnp.zeros(3), self.IPntS_S[i]
+        )
+
+    def _attached(self, x, ctx, kin):
+        """Children's loads on each panel: `(F_B, tau_B about S)` in $\\mathcal B$ comps, and contexts."""
+        n = self.num_panels
+        if not self.attached:
+            z = jnp.zeros((n, 3))
+            return z, z, z, z, {}
+        F_S, tau_S, contexts = attached_loads(
+            self.attached_index,
+            self.attached,
+            n,
+            lambda i: self._panel_context(i, x, ctx, kin),
+        )
+        dcm_SB = kin[0]
+        F_B = _mtv3(dcm_SB, F_S)
+        tau_B = _mtv3(dcm_SB, tau_S)
+        return F_B, tau_B, F_S, tau_S, contexts
+
+    # ----------------------------------------------------------------------------------------------
+    # Back-substitution
+
+    def _coefficients(self, x, ctx: HubContext):
+        kin = self._kinematics(x)
+        dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
+        theta, thetaDot = x["theta"], x["thetaDot"]
+        m, d = self.mass, self.d
+        Is1, Is2, Is3 = self._principal()
+        omega = jnp.broadcast_to(ctx.omega_BN_B, s1.shape)
+        u, thetaRef, thetaDotRef = self._inputs(ctx)
+        F_B, tau_B, _, _, _ = self._attached(x, ctx, kin)
+        md = m * d
+        J = Is2 + m * d**2
+        a = -(md / J)[:, None] * s3
+        b = -(J[:, None] * s2 + md[:, None] * cross3(self.r_HB_B, s3)) / J[:, None]
+        tau_gH = cross3(-d[:, None] * s1, m[:, None] * ctx.g_B)
+        hinge = u - self.k * (theta - thetaRef) - self.c * (thetaDot - thetaDotRef)
+        hinge_att = dot3(s2, tau_B + cross3(-d[:, None] * s1, F_B))
+        w_s1, w_s3 = dot3(s1, omega), dot3(s3, omega)
+        wwr = cross3(omega, cross3(omega, self.r_HB_B))
+        c_theta = (
+            hinge
+            + dot3(s2, tau_gH)
+            + hinge_att
+            + (Is3 - Is1 + m * d**2) * w_s3 * w_s1
+            - md * dot3(s3, wwr)
+        ) / J
+        return kin, a, b, c_theta, (F_B, tau_B)
+
+    def back_substitution(self, x, ctx: HubContext) -> BackSub:
+        kin, a, b, c_theta, (F_B, tau_B) = self._coefficients(x, ctx)
+        dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
+        thetaDot = x["thetaDot"]
+        m, d = self.mass, self.d
+        Is2 = self.IPntS_S[:, 1, 1]
+        omega = jnp.broadcast_to(ctx.omega_BN_B, s1.shape)
+        md = (m * d)[:, None]
+        f = Is2[:, None] * s2 + md * cross3(r_SB, s3)
+        td2 = (thetaDot**2)[:, None]
+        v_trans = -md * (td2 * s1 + c_theta[:, None] * s3) + F_B
+        v_rot = (
+            -(
+                thetaDot[:, None] * cross3(omega, f)
+                + c_theta[:, None] * f
+                + md * td2 * cross3(r_SB, s1)
+            )
+            + tau_B
+            + cross3(r_SB, F_B)
+        )
+        mds3 = md * s3
+        return BackSub(
+            A=jnp.sum(outer3(mds3, a), axis=0),
+            B=jnp.sum(outer3(mds3, b), axis=0),
+            C=jnp.sum(outer3(f, a), axis=0),
+            D=jnp.sum(outer3(f, b), axis=0),
+            v_trans=jnp.sum(v_trans, axis=0),
+            v_rot=jnp.sum(v_rot, axis=0),
+        )
+
+    def derivative(self, x, ctx: HubContext, rDDot_BN_B, omegaDot_BN_B) -> dict:
+        _, a, b, c_theta, _ = self._coefficients(x, ctx)
+        thetaDDot = dot3(a, rDDot_BN_B) + dot3(b, omegaDot_BN_B) + c_theta
+        return {"theta": x["thetaDot"], "thetaDot": thetaDDot}
+
+    # ----------------------------------------------------------------------------------------------
+    # Diagnostics
+
+    def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
+        dcm_SB, s1, s2, s3, r_SB, rPrime_SB = self._kinematics(x)
+        m = self.mass
+        omega = jnp.broadcast_to(ctx.omega_BN_B, s1.shape)
+        _, thetaRef, _ = self._inputs(ctx)
+        omega_SN = omega + x["thetaDot"][:, None] * s2
+        I_S_B = _congruence(dcm_SB, self.IPntS_S)
+        rDot = rPrime_SB + cross3(omega, r_SB)
+        Iw = mv3(I_S_B, omega_SN)
+        H = Iw + m[:, None] * cross3(r_SB, rDot)
+        E = (
+            0.5 * dot3(omega_SN, Iw)
+            + 0.5 * m * dot3(rDot, rDot)
+            + 0.5 * self.k * (x["theta"] - thetaRef) ** 2
+        )
+        return EnergyMomentum(jnp.sum(H, axis=0), jnp.sum(E))
+
+    def outputs(self, x, ctx: HubContext) -> dict:
+        kin = self._kinematics(x)
+        dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
+        theta, thetaDot = x["theta"], x["thetaDot"]
+        omega = ctx.omega_BN_B
+        u, thetaRef, thetaDotRef = self._inputs(ctx)
+        damper = self.c * (thetaDot - thetaDotRef)
+        dcm_NB = ctx.dcm_NB
+        rDot = rPrime_SB + cross3(omega, r_SB)
+        out = {
+            "theta": theta,
+            "thetaDot": thetaDot,
+            "hinge_torque": u - self.k * (theta - thetaRef) - damper,
+            "damper_power": -damper * thetaDot,
+            "r_SN_N": ctx.r_BN_N + ctx.r_origin_N + mv3(dcm_NB, r_SB),
+            "v_SN_N": ctx.v_BN_N + ctx.v_origin_N + mv3(dcm_NB, rDot),
+            "sigma_SN": dcm_to_mrp(mm3(dcm_SB, ctx.dcm_BN)),
+            "omega_SN_S": mv3(dcm_SB, omega + thetaDot[:, None] * s2),
+        }
+        if self.attached:
+            F_B, tau_B, F_S, tau_S, contexts = self._attached(x, ctx, kin)
+            out["attached_force_S"] = F_S
+            out["attached_torque_S"] = tau_S
+            out["attached_hinge_torque"] = dot3(s2, tau_B + cross3(-self.d[:, None] * s1, F_B))
+            kids = children_outputs(self.attached_index, self.attached, contexts)
+            if kids:
+                out["attached"] = kids
+        return out
+
+    def breakpoints(self):
+        own = breakpoints_of(self.thetaRef, self.thetaDotRef, self.motor_torque)
+        return own + tuple(b for ch in self.attached for b in ch.breakpoints())
