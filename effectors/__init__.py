@@ -26,6 +26,7 @@ from ._hub import Hub as Hub
 from ._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
 from ._reaction_wheels import ReactionWheels as ReactionWheels
 from ._spacecraft import Spacecraft as Spacecraft
+from ._spinning_body import SpinningBodies as SpinningBodies
 from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
 from ._stochastic_torque import StochasticTorque as StochasticTorque
 from ._types import (

@@ -39,11 +39,15 @@ from ._unit_params import command, input_at, per_unit, unit_count, unit_input
 
 def _mtv3(m, v):
     """`m^T v` for 3x3 `m` (batched)."""
-    return m[..., 0, :] * v[..., 0, None] + m[..., 1, :] * v[..., 1, None] + m[..., 2, :] * v[..., 2, None]
+    return (
+        m[..., 0, :] * v[..., 0, None]
+        + m[..., 1, :] * v[..., 1, None]
+        + m[..., 2, :] * v[..., 2, None]
+    )
 
 
 def _congruence(dcm_SB, I_S):
-    """$[SB]^T [I] [SB]$: an inertia in $\mathcal S$ components expressed in $\mathcal B$."""
+    r"""$[SB]^T [I] [SB]$: an inertia in $\mathcal S$ components expressed in $\mathcal B$."""
     return mm3(jnp.swapaxes(dcm_SB, -1, -2), mm3(I_S, dcm_SB))
 
 
@@ -143,7 +147,9 @@ class HingedRigidBodies(AbstractStateEffector):
         self.k = check_nonnegative(cls, "k", per_unit(cls, "k", k, "N m/rad", n), "N m/rad")
         self.c = check_nonnegative(cls, "c", per_unit(cls, "c", c, "N m s/rad", n), "N m s/rad")
         self.r_HB_B = per_unit(cls, "r_HB_B", r_HB_B, "m", n, (3,))
-        self.dcm_HB = check_orthonormal(cls, "dcm_HB", per_unit(cls, "dcm_HB", dcm_HB, "-", n, (3, 3)))
+        self.dcm_HB = check_orthonormal(
+            cls, "dcm_HB", per_unit(cls, "dcm_HB", dcm_HB, "-", n, (3, 3))
+        )
         self.theta0 = per_unit(cls, "theta0", theta0, "rad", n)
         self.thetaDot0 = per_unit(cls, "thetaDot0", thetaDot0, "rad/s", n)
         self.thetaRef = unit_input(cls, "thetaRef", thetaRef, "rad", n)
@@ -217,7 +223,14 @@ class HingedRigidBodies(AbstractStateEffector):
         rDot_SB = rPrime_SB[i] + cross3(omega, r_SB[i])
         omega_SN_B = omega + x["thetaDot"][i] * s2[i]
         return body_context(
-            ctx, r_SB[i], rDot_SB, dcm_SB[i], omega_SN_B, self.mass[i], jnp.zeros(3), self.IPntS_S[i]
+            ctx,
+            r_SB[i],
+            rDot_SB,
+            dcm_SB[i],
+            omega_SN_B,
+            self.mass[i],
+            jnp.zeros(3),
+            self.IPntS_S[i],
         )
 
     def _attached(self, x, ctx, kin):

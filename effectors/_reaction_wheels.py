@@ -33,7 +33,10 @@ $J_t = J_g$. `coupled_form="basilisk"` reproduces Basilisk's formulas (for cross
 **Motor torque.** The command $u$ per wheel [N m] is the sum of `motor_torque` (a constant `(n,)` array,
 or a signal: a callable of $t$, e.g. `jaxsim.PiecewiseConstant`) and, when `args` is a dict holding
 `args[name]["motor_torque"]`, that array (flight software; the caller holds it constant over a step,
-i.e. zero-order hold). The command limits of Basilisk (`reaction_wheels.md` §2) are applied in this order:
+i.e. zero-order hold). Note that a signal is a function of $t$ only: with a `PiecewiseConstant` switch on
+the step grid, the first RK stage of the step that starts at the switch still reads the left-limit
+(old) value; for an exact hold from $t_k$ on, run the segments with the command in `args` (as the tests
+do) or place the switch off the grid. The command limits of Basilisk (`reaction_wheels.md` §2) are applied in this order:
 1. `u_max > 0`: $u \leftarrow \mathrm{clip}(u, -u_{max}, u_{max})$;
 2. $|u| < u_{min}$: $u \leftarrow 0$ (deadband);
 3. `P_max > 0` and $|u\Omega| \ge P_{max}$: $u \leftarrow \mathrm{sign}(u)\,|P_{max}/\Omega|$;
@@ -130,11 +133,12 @@ _ORTHO_TOL = 1e-9
 
 def _per_wheel(arg, value, unit, n, default):
     """A per-wheel parameter: scalar or `(n,)`, finite; `None` gives `default` (scalar)."""
+    # Explicit dtype: strongly typed leaves, so that models differing only in values share a compile.
     if value is None:
-        return jnp.full((n,), float(default))
+        return jnp.full((n,), float(default), dtype=float)
     arr = as_array(_CLS, arg, value, unit)
     if arr.ndim == 0:
-        return jnp.full((n,), 1.0) * arr
+        return jnp.broadcast_to(arr, (n,))
     if arr.shape != (n,):
         raise ValueError(
             f"{_CLS}: `{arg}` must be a scalar or have shape ({n},) (one per wheel) [{unit}]; "
@@ -157,16 +161,13 @@ def _per_wheel_vec(arg, value, unit, n):
 
 def _default_transverse(gsHat_B):
     """Basilisk factory convention: w2 = unit(g x x) (g x y if |g x x| < 0.01), w3 = g x w2."""
-    g = np.asarray(gsHat_B)
-    x, y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
-    w2 = []
-    for gi in g:
-        v = np.cross(gi, x)
-        if np.linalg.norm(v) < 0.01:
-            v = np.cross(gi, y)
-        w2.append(v / np.linalg.norm(v))
-    w2 = np.array(w2)
-    return jnp.asarray(w2), jnp.asarray(np.cross(g, w2))
+    g = gsHat_B
+    vx = cross3(g, jnp.array([1.0, 0.0, 0.0]))
+    vy = cross3(g, jnp.array([0.0, 1.0, 0.0]))
+    nx = jnp.sqrt(dot3(vx, vx))
+    v = jnp.where((nx < 0.01)[:, None], vy, vx)
+    w2 = v / jnp.sqrt(dot3(v, v))[:, None]
+    return w2, cross3(g, w2)
 
 
 def _limit_disabled(x):
@@ -302,13 +303,7 @@ class ReactionWheels(AbstractStateEffector):
         self.gsHat_B = check_unit_vectors(_CLS, "gsHat_B", g)
 
         if w2Hat0_B is None and w3Hat0_B is None:
-            if is_concrete(g):
-                w2, w3 = _default_transverse(g)
-            else:
-                raise ValueError(
-                    f"{_CLS}: `w2Hat0_B`, `w3Hat0_B` must be given when `gsHat_B` is traced; "
-                    "got None."
-                )
+            w2, w3 = _default_transverse(g)
         elif w2Hat0_B is None or w3Hat0_B is None:
             missing = "w2Hat0_B" if w2Hat0_B is None else "w3Hat0_B"
             raise ValueError(
@@ -321,7 +316,13 @@ class ReactionWheels(AbstractStateEffector):
             if is_concrete(w2) and is_concrete(g):
                 dots = jnp.abs(jnp.sum(g * w2, axis=-1))
                 if bool(jnp.any(dots > _ORTHO_TOL)):
-                    fail(_CLS, "w2Hat0_B", f"must be orthogonal to `gsHat_B` (|g.w2| = {np.asarray(dots)})", "-", w2)
+                    fail(
+                        _CLS,
+                        "w2Hat0_B",
+                        f"must be orthogonal to `gsHat_B` (|g.w2| = {np.asarray(dots)})",
+                        "-",
+                        w2,
+                    )
             if is_concrete(w3) and is_concrete(w2) and is_concrete(g):
                 err = jnp.max(jnp.abs(jnp.cross(g, w2) - w3), axis=-1)
                 if bool(jnp.any(err > _ORTHO_TOL)):
@@ -361,7 +362,13 @@ class ReactionWheels(AbstractStateEffector):
         self.theta = _per_wheel("theta", theta, "rad", n, 0.0)
         if theta is not None and not jitter and is_concrete(self.theta):
             if bool(jnp.any(self.theta != 0.0)):
-                fail(_CLS, "theta", "applies only to jitter models (balanced wheels have no angle)", "rad", self.theta)
+                fail(
+                    _CLS,
+                    "theta",
+                    "applies only to jitter models (balanced wheels have no angle)",
+                    "rad",
+                    self.theta,
+                )
 
         if motor_torque is None:
             self.motor_torque = jnp.zeros(n)
@@ -559,7 +566,8 @@ class ReactionWheels(AbstractStateEffector):
         )
         dJ = self.Jt - self.Jg if self.coupled_form == "general" else jnp.zeros_like(Omega)
         Ip_Wc = col(Omega) * (
-            -col(J13) * (outer3(g, w2) + outer3(w2, g)) + col(dJ) * (outer3(w2, w3) + outer3(w3, w2))
+            -col(J13) * (outer3(g, w2) + outer3(w2, g))
+            + col(dJ) * (outer3(w2, w3) + outer3(w3, w2))
         )
         r = self.rWB_B + d[:, None] * w2
         rp = (d * Omega)[:, None] * w3
@@ -607,9 +615,7 @@ class ReactionWheels(AbstractStateEffector):
                 O2 = Omega**2
                 F_s = (self.U_s * O2)[:, None] * w2
                 v_trans = jnp.sum(F_s, 0)
-                v_rot = v_rot + jnp.sum(
-                    cross3(self.rWB_B, F_s) + (self.U_d * O2)[:, None] * w2, 0
-                )
+                v_rot = v_rot + jnp.sum(cross3(self.rWB_B, F_s) + (self.U_d * O2)[:, None] * w2, 0)
             return a, b, c, BackSub(z33, z33, z33, D, v_trans, v_rot), (u_cmd, u_s, tau_f)
 
         R = self._rotor(x)

@@ -64,7 +64,9 @@ class SpringMassDampers(AbstractStateEffector):
         self.mass = check_positive(cls, "mass", per_unit(cls, "mass", mass, "kg", n), "kg")
         self.k = check_nonnegative(cls, "k", per_unit(cls, "k", k, "N/m", n), "N/m")
         self.c = check_nonnegative(cls, "c", per_unit(cls, "c", c, "N s/m", n), "N s/m")
-        self.pHat_B = check_unit_vectors(cls, "pHat_B", per_unit(cls, "pHat_B", pHat_B, "-", n, (3,)))
+        self.pHat_B = check_unit_vectors(
+            cls, "pHat_B", per_unit(cls, "pHat_B", pHat_B, "-", n, (3,))
+        )
         self.r_PB_B = per_unit(cls, "r_PB_B", r_PB_B, "m", n, (3,))
         self.rho0 = per_unit(cls, "rho0", rho0, "m", n)
         self.rhoDot0 = per_unit(cls, "rhoDot0", rhoDot0, "m/s", n)

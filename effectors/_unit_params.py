@@ -83,4 +83,3 @@ def check_flags(cls: str, arg: str, value, n: int) -> tuple:
             f"{cls}: `{arg}` must be a bool or a sequence of {n} bools (static flags); got {value!r}."
         )
     return tuple(bool(f) for f in flags)
-

@@ -11,6 +11,13 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from . import kinematics as kinematics
+from ._clocks import (
+    AbstractClock as AbstractClock,
+    AbstractDiscreteModel as AbstractDiscreteModel,
+    Clock as Clock,
+    DiscreteModel as DiscreteModel,
+    Schedule as Schedule,
+)
 from ._dynamic_object import AbstractDynamicObject as AbstractDynamicObject, System as System
 from ._sde_solvers import (
     SRA1 as SRA1,
@@ -20,7 +27,17 @@ from ._sde_solvers import (
     Milstein as Milstein,
     ShARK as ShARK,
 )
-from ._signals import AbstractSignal as AbstractSignal, PiecewiseConstant as PiecewiseConstant
+from ._events import Event as Event, EventLog as EventLog
+from ._hybrid import HybridSolution as HybridSolution
+from ._signals import (
+    AbstractSignal as AbstractSignal,
+    PiecewiseConstant as PiecewiseConstant,
+    PiecewiseTable as PiecewiseTable,
+    Ramp as Ramp,
+    SquareWave as SquareWave,
+    Step as Step,
+    TriangleWave as TriangleWave,
+)
 from ._simulate import Solution as Solution, simulate as simulate
 from ._solvers import (
     RK2 as RK2,

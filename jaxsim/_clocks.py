@@ -39,6 +39,7 @@ nanosecond task scheduler.
 """
 
 import abc
+import dataclasses
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -222,21 +223,22 @@ class DiscreteModel(AbstractDiscreteModel):
         return self.held0
 
 
-class TickPlan(eqx.Module):
-    """The merged static schedule of several clocks (built once, outside `jit`).
+@dataclasses.dataclass(frozen=True)
+class TickPlan:
+    """The merged static schedule of several clocks (built once, outside `jit`; hashable).
 
-    - `times`: float64 boundary times, shape `(n,)`; the last is `t1` (a tick or not).
-    - `due`: bool `(n, n_models)`: model m updates at boundary k.
-    - `tick_number`: int `(n, n_models)`: index of that tick in model m's log (or `n_ticks[m]`).
-    - `n_ticks`: ticks per model; `model_times`: each model's tick times (numpy).
+    - `times`: float64 boundary times, length `n`; the last is `t1` (a tick or not).
+    - `due`: `(n, n_models)` booleans: model m updates at boundary k.
+    - `tick_number`: `(n, n_models)` ints: index of that tick in model m's log (or `n_ticks[m]`).
+    - `n_ticks`: ticks per model; `model_times`: each model's tick times.
     """
 
-    times: np.ndarray = eqx.field(static=True)
-    due: np.ndarray = eqx.field(static=True)
-    tick_number: np.ndarray = eqx.field(static=True)
-    n_ticks: tuple = eqx.field(static=True)
-    model_times: tuple = eqx.field(static=True)
-    base: int = eqx.field(static=True)
+    times: tuple
+    due: tuple
+    tick_number: tuple
+    n_ticks: tuple
+    model_times: tuple
+    base: int
 
 
 def plan_ticks(models, t0: float, t1: float) -> TickPlan:
@@ -271,10 +273,10 @@ def plan_ticks(models, t0: float, t1: float) -> TickPlan:
             due[k, j] = i is not None
             num[k, j] = i if i is not None else len(arr)
     return TickPlan(
-        times=np.asarray(times, dtype=float),
-        due=due,
-        tick_number=num,
+        times=tuple(float(x) for x in times),
+        due=tuple(tuple(bool(b) for b in row) for row in due),
+        tick_number=tuple(tuple(int(i) for i in row) for row in num),
         n_ticks=tuple(len(a) for a in ints),
-        model_times=tuple(np.asarray([float(x) for x in t], dtype=float) for t in per_model),
+        model_times=tuple(tuple(float(x) for x in t) for t in per_model),
         base=int(base),
     )

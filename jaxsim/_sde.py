@@ -7,10 +7,12 @@ model supplies `drift(t, y, args)` and `diffusion(t, y, args)` (leaves `leaf.sha
 Brownian motion, by mode:
 
 - **`key`, `brownian="increments"`** (default, fixed step): per-step Gaussians drawn inside the
-  `lax.scan` from `jax.random.fold_in(key, n)` with `n` the global integer step index, then split
-  into one key for $\Delta W$ and one for $\Delta Z$. The same key gives bit-identical paths; the
+  `lax.scan` from `jax.random.fold_in(key, n)` with `n` the global integer step index, one
+  `(2, m)` draw per step: row 0 is $\Delta W$, row 1 $\Delta Z$. The same key gives bit-identical paths; the
   path does not depend on the sample times (`ts`/`sample_dt`), nor on the solver (EM and SRA1 with
   one key see the same $\Delta W$). It does depend on `dt` (a different grid is a different draw).
+  The draws of one sample interval (up to 512 steps) are made in one vectorised block before its
+  steps run: the same numbers, about 3x cheaper under `vmap` on CPU.
 - **`key`, `brownian="tree"`** (or a `diffrax.VirtualBrownianTree` instance): increments evaluated
   from a virtual Brownian tree (default tolerance `min(dt/2, (t1-t0)/2**16)`); the only mode for
   adaptive solvers (`ShARK`). A user-supplied tree with a fixed `tol` gives the *same* Brownian path
@@ -39,12 +41,15 @@ from jax.flatten_util import ravel_pytree
 
 from ._sde_solvers import AbstractSDESolver, ShARK, milstein_jvps
 from ._solvers import StepMappedSolver
+from ._step_context import step_interval
 
 
 # Same grid tolerance as the ODE driver (see `_simulate._GRID_RTOL`).
 _GRID_RTOL = 1e-9
 # Relative tolerance of the commutativity check L^j g_k == L^k g_j at y0 (Milstein): round-off only.
 _COMMUTE_RTOL = 1e-9
+# Longest sample interval [steps] whose key-mode increments are drawn in one block.
+_MAX_BLOCK = 512
 # diffrax solvers that are valid for SDEs (given MultiTerm(drift, diffusion)).
 _DIFFRAX_SDE = (
     dfx.Euler,
@@ -164,6 +169,8 @@ def simulate_sde(
                 rtol=float(rtol),
                 atol=float(atol),
                 jump_ts=None if not model.breakpoints() else jnp.asarray(model.breakpoints()),
+                # Steps end on the sample times: interpolating a rough path between steps is wrong.
+                step_ts=jnp.asarray(ts),
             )
             if adaptive
             else dfx.ConstantStepSize()
@@ -325,11 +332,18 @@ class _KeyNoise(eqx.Module):
     need_dZ: bool = eqx.field(static=True)
 
     def increments(self, n, t, h):
-        kW, kZ = jr.split(jr.fold_in(self.key, n))
-        s = math.sqrt(h)
-        dW = s * jr.normal(kW, (self.m,))
-        dZ = s * jr.normal(kZ, (self.m,)) if self.need_dZ else None
-        return dW, dZ
+        # One draw of (2, m) per step for every solver (one threefry call; a second key split and
+        # draw cost 5x more under vmap on CPU): row 0 is dW, row 1 dZ, so EM and SRA1 runs with
+        # one key share their dW.
+        xi = math.sqrt(h) * jr.normal(jr.fold_in(self.key, n), (2, self.m))
+        return xi[0], (xi[1] if self.need_dZ else None)
+
+    def block(self, n0, length, h):
+        """Increments of steps `n0 .. n0 + length - 1`, each `(length, m)`: the same numbers as
+        `increments` step by step."""
+        idx = n0 + jnp.arange(length, dtype=jnp.asarray(n0).dtype)
+        xi = math.sqrt(h) * jax.vmap(lambda n: jr.normal(jr.fold_in(self.key, n), (2, self.m)))(idx)
+        return xi[:, 0], (xi[:, 1] if self.need_dZ else None)
 
 
 class _TreeNoise(eqx.Module):
@@ -378,11 +392,13 @@ def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
     counts0 = _zeros_counts(model, y0)
     dt, t0 = config.dt, config.t0
 
-    def one_step(carry, active):
+    def one_step(carry, xs):
+        active, pre = xs
         n, y, counts = carry
         t = t0 + n * dt
-        dW, dZ = noise.increments(n, t, dt)
-        y1 = solver.step(model.drift, model.diffusion, t, y, dt, dW, dZ, args)
+        dW, dZ = noise.increments(n, t, dt) if pre is None else pre
+        with step_interval(t, t + dt):  # held inputs keep one value over the step's stages
+            y1 = solver.step(model.drift, model.diffusion, t, y, dt, dW, dZ, args)
         y1, c = model.step_map(t + dt, y1)
         counts1 = jtu.tree_map(lambda a, b: a + b.astype(a.dtype), counts, c)
         if active is not None:
@@ -393,12 +409,18 @@ def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
             n1 = n + 1
         return (n1, y1, counts1), None
 
+    # Key mode: draw a segment's increments at once (the same per-step keys, vectorised over the
+    # steps instead of one small draw per sequential step: ~3x faster under vmap on CPU); bounded so
+    # that a long segment under a large vmap does not hold too many increments in memory.
+    blocked = isinstance(noise, _KeyNoise) and length <= _MAX_BLOCK
+
     def segment(carry, seg_len):
+        pre = noise.block(carry[0], length, dt) if blocked else None
         if uniform:
-            carry, _ = jax.lax.scan(lambda c, _: one_step(c, None), carry, None, length=length)
+            carry, _ = jax.lax.scan(lambda c, p: one_step(c, (None, p)), carry, pre, length=length)
         else:
             active = jnp.arange(length) < seg_len
-            carry, _ = jax.lax.scan(one_step, carry, active)
+            carry, _ = jax.lax.scan(one_step, carry, (active, pre))
         return carry, (carry[1], carry[2])
 
     if config.checkpoint:

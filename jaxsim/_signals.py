@@ -10,6 +10,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from ._step_context import held_time
 from ._validation import as_array, check_positive, is_concrete
 
 
@@ -53,7 +54,7 @@ class PiecewiseConstant(AbstractSignal):
         self.values = values
 
     def __call__(self, t):
-        i = jnp.searchsorted(self.times, t, side="left")
+        i = jnp.searchsorted(self.times, held_time(t), side="left")
         return self.values[i]
 
     def breakpoints(self):

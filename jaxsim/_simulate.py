@@ -24,6 +24,7 @@ import numpy as np
 
 from ._dynamic_object import AbstractDynamicObject, check_state_structure
 from ._solvers import RK4, AbstractFixedStepSolver, AbstractSolver, StepMappedSolver
+from ._step_context import step_interval
 
 
 # Relative tolerance for "this sample time lies on the step grid": well above float64 round-off of
@@ -124,6 +125,13 @@ def simulate(
     dW=None,
     dZ=None,
     brownian="increments",
+    clocks=(),
+    events=(),
+    discontinuities=(),
+    max_events=None,
+    event_tol=1e-9,
+    dtmax=None,
+    root_finder=None,
 ) -> Solution:
     r"""Propagate `model` from `y0` at `t0` to `t1` and sample it at `ts`.
 
@@ -150,6 +158,10 @@ def simulate(
       `dW` (and `dZ` for `SRA1`), shape `(n_steps, noise_dim)`. Given an SDE solver
       (`EulerMaruyama`, `Heun`, `Milstein`, `SRA1`, `ShARK`) or a key, `simulate` solves the SDE;
       without them a noisy model integrates its drift only.
+    - `clocks`, `events`, `discontinuities`, `max_events`, `event_tol`, `dtmax`, `root_finder`:
+      hybrid simulation (discrete models on clocks, zero-crossing events, scheduled
+      discontinuities as segment boundaries, output frames as dense-output points); giving any of
+      the first three (or `dtmax`) runs `jaxsim._hybrid` and returns a `HybridSolution` (see that module).
 
     `t0`, `t1`, `dt`, `ts` and `sample_dt` fix the shape of the computation and must be concrete.
     """
@@ -178,6 +190,22 @@ def simulate(
             f"simulate: `solver` {type(solver).__name__} is an SDE solver but `model` "
             f"{type(model).__name__} has no diffusion (noise_dim == 0); use an ODE solver."
         )
+    if clocks or events or discontinuities or dtmax is not None:
+        from ._hybrid import simulate_hybrid
+
+        if adaptive and (rtol is None or atol is None):
+            raise ValueError(
+                f"simulate: adaptive solver {type(solver).__name__} needs `rtol` and `atol`; "
+                f"got rtol={rtol}, atol={atol}."
+            )
+        return simulate_hybrid(
+            model, y0, t0=t0, t1=t1, ts=ts, solver=solver,
+            dsolver=solver.to_diffrax() if is_jaxsim else solver, adaptive=adaptive, dt=dt,
+            rtol=rtol, atol=atol, args=args, clocks=clocks, events=events,
+            discontinuities=discontinuities, max_events=max_events, max_steps=max_steps,
+            dtmax=dtmax, event_tol=event_tol, root_finder=root_finder, outputs=outputs,
+            throw=throw,
+        )  # fmt: skip
     if adaptive:
         if rtol is None or atol is None:
             raise ValueError(
@@ -324,7 +352,8 @@ def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
     def one_step(carry, active):
         n, y, counts = carry
         t = t0 + n * dt
-        y1 = solver.step(model.drift, t, y, dt, args)
+        with step_interval(t, t + dt):
+            y1 = solver.step(model.drift, t, y, dt, args)
         y1, c = model.step_map(t + dt, y1)
         counts1 = jtu.tree_map(lambda a, b: a + b.astype(a.dtype), counts, c)
         if active is not None:

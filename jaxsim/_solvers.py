@@ -151,7 +151,7 @@ class StepMappedSolver(dfx.AbstractWrappedSolver):
     """
 
     solver: dfx.AbstractSolver
-    step_map: object = eqx.field(static=True)
+    step_map: object  # a bound method of the model: a pytree (its arrays are traced)
     counts_like: object
 
     @property

@@ -1,0 +1,1 @@
+"""Benchmarks and Basilisk cross-validation tools (not part of the installed jaxsim package)."""

@@ -1,0 +1,359 @@
+"""Dynamic effectors attached to hinged panels and spinning bodies (seed 002 "attachment to a state
+effector"): equivalence with direct loads, momentum and energy balances, panel vs spinner paths,
+locked bodies as rigid mass, a trajectory with an inertial force."""
+
+import equinox as eqx
+import jax
+import numpy as np
+import pytest
+
+import effectors as fx
+import jaxsim as js
+from tests.helpers import hub_from_spec, load_reference
+
+
+# One derivative evaluation compared with an equivalent computation: only round-off differs.
+TOL_EQUIVALENT = 1e-13
+# d/dt (momentum, energy) by forward-mode AD along the drift vs the applied loads: round-off of
+# quantities of size ~10-100 with cancellations.
+TOL_BALANCE = 1e-12
+# Linear momentum under a constant inertial force is linear in t: RK4 integrates it exactly.
+TOL_MOMENTUM_TRAJECTORY = 1e-12
+
+F_S0 = np.array([0.3, -0.2, 0.5])  # [N] force on panel 0, S components, through its CoM
+TAU_S0 = np.array([0.05, 0.1, -0.02])  # [N m] torque on panel 0 about its CoM, S components
+F_N1 = np.array([0.1, 0.2, -0.1])  # [N] force on panel 1, N components
+F_SPIN = np.array([-0.4, 0.1, 0.25])  # [N] force on spinner 0 through its joint, S components
+TAU_SPIN = np.array([0.02, -0.03, 0.06])  # [N m] torque on spinner 0 about its joint, S comps
+
+
+def M2(th):
+    return np.array([[np.cos(th), 0, -np.sin(th)], [0, 1, 0], [np.sin(th), 0, np.cos(th)]])
+
+
+def rodrigues(e, th):
+    E = np.array([[0, -e[2], e[1]], [e[2], 0, -e[0]], [-e[1], e[0], 0]])
+    return np.cos(th) * np.eye(3) + (1 - np.cos(th)) * np.outer(e, e) - np.sin(th) * E
+
+
+def spec_panels(**overrides):
+    spec, _ = load_reference("hinged_panels_undamped")
+    P = spec["effectors"][0]["panels"]
+    g = lambda key: np.array([p[key] for p in P])
+    kw = dict(name="panels")
+    kw.update(overrides)
+    return fx.HingedRigidBodies(
+        g("mass_kg"),
+        g("IPntS_S_kgm2"),
+        g("d_m"),
+        g("k_Nm_per_rad"),
+        g("r_HB_B_m"),
+        g("dcm_HB"),
+        **kw,
+    )
+
+
+SPIN = dict(
+    mass=50.0,
+    ISPntSc_S=np.diag([50.0, 30.0, 40.0]),
+    dcm_S0B=np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]]),
+    sHat_S=np.array([0.0, -1.0, 0.0]),
+    r_SB_B=np.array([0.5, -1.5, -0.5]),
+    r_ScS_S=np.array([1.0, 0.0, -1.0]),
+    k=100.0,
+)
+
+
+def attached_panels(**kw):
+    return spec_panels(
+        attached={
+            0: fx.ExtForceTorque(force_B=F_S0, torque_B=TAU_S0, name="panel_thruster"),
+            1: fx.ExtForceTorque(force_N=F_N1, name="panel_push"),
+        },
+        **kw,
+    )
+
+
+def attached_spinner(**kw):
+    child = fx.ExtForceTorque(force_B=F_SPIN, torque_B=TAU_SPIN, name="spinner_thruster")
+    return fx.SpinningBodies(**SPIN, attached={0: child}, name="spinner", **kw)
+
+
+THETA = np.array([0.2, -0.3])  # [rad]
+THETA_DOT = np.array([0.1, -0.05])  # [rad/s]
+SPIN_THETA, SPIN_THETA_DOT = 0.4, -0.2
+HUB_STATE = dict(
+    r_CN_N=[1.0, -2.0, 0.5],
+    v_CN_N=[1.0, 2.0, 3.0],
+    sigma_BN=[0.1, 0.2, -0.1],
+    omega_BN_B=[0.05, -0.1, 0.08],
+)
+
+
+def state(sc):
+    eff = {}
+    for e in sc.state_effectors:
+        if e.name == "panels":
+            eff["panels"] = {"theta": THETA, "thetaDot": THETA_DOT}
+        else:
+            eff[e.name] = {"theta": np.array([SPIN_THETA]), "thetaDot": np.array([SPIN_THETA_DOT])}
+    return sc.init_state(**HUB_STATE, effector_states=eff)
+
+
+@eqx.filter_jit
+def _drift(sc, y):
+    return sc.drift(0.0, y, None)
+
+
+def _assert_drift_close(d1, d2, tol=TOL_EQUIVALENT):
+    for name in d1:
+        for key in d1[name]:
+            a, b = np.asarray(d1[name][key]), np.asarray(d2[name][key])
+            scale = max(np.abs(b).max(), 1e-3)
+            assert np.abs(a - b).max() <= tol * scale, (name, key, np.abs(a - b).max())
+
+
+# --------------------------------------------------------------------------------------------------
+# Geometry computed independently (numpy, from the physics notes)
+
+
+def panel_geometry(panels, i, theta):
+    dcm_SB = M2(theta) @ np.asarray(panels.dcm_HB[i])
+    s1, s2, s3 = dcm_SB
+    r_SB = np.asarray(panels.r_HB_B[i]) - float(panels.d[i]) * s1
+    return dcm_SB, s1, s2, s3, r_SB
+
+
+def spinner_geometry(theta):
+    dcm_SB = rodrigues(SPIN["sHat_S"], theta) @ SPIN["dcm_S0B"]
+    return dcm_SB, dcm_SB.T @ SPIN["sHat_S"]
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. A load on a panel = the same load on the rigid assembly at that point + a hinge torque
+
+
+def test_panel_load_equals_direct_hub_load_plus_hinge_torque():
+    hub = hub_from_spec(load_reference("hinged_panels_undamped")[0])
+    sc_att = fx.Spacecraft(hub, state_effectors=(attached_panels(),))
+    y = state(sc_att)
+    dcm_BN = np.asarray(js.kinematics.mrp_to_dcm(HUB_STATE["sigma_BN"]))
+    panels = sc_att.state_effectors[0]
+    F_B_tot, M_B_tot, u = np.zeros(3), np.zeros(3), np.zeros(2)
+    for i, (F_B, tau_B) in enumerate(
+        [
+            (
+                panel_geometry(panels, 0, THETA[0])[0].T @ F_S0,
+                panel_geometry(panels, 0, THETA[0])[0].T @ TAU_S0,
+            ),
+            (dcm_BN @ F_N1, np.zeros(3)),
+        ]
+    ):
+        _, s1, s2, _, r_SB = panel_geometry(panels, i, THETA[i])
+        F_B_tot += F_B
+        M_B_tot += tau_B + np.cross(r_SB, F_B)
+        # Hinge torque of the load about H: lever arm r_S/H = -d s1.
+        u[i] = s2 @ (tau_B + np.cross(r_SB - np.asarray(panels.r_HB_B[i]), F_B))
+    sc_dir = fx.Spacecraft(
+        hub,
+        state_effectors=(spec_panels(motor_torque=u),),
+        dynamic_effectors=(fx.ExtForceTorque(force_B=F_B_tot, torque_B=M_B_tot, name="direct"),),
+    )
+    _assert_drift_close(_drift(sc_att, y), _drift(sc_dir, state(sc_dir)))
+    # The panel's outputs report the same loads.
+    out = sc_att.outputs(0.0, y, None)["panels"]
+    np.testing.assert_allclose(out["attached_force_S"][0], F_S0, atol=1e-15)
+    np.testing.assert_allclose(out["attached_torque_S"][0], TAU_S0, atol=1e-15)
+    np.testing.assert_allclose(out["attached_hinge_torque"], u, rtol=1e-14, atol=1e-15)
+    assert set(out["attached"]) == {"panel_thruster", "panel_push"}
+
+
+def test_spinner_load_equals_direct_hub_load_plus_axis_torque():
+    hub = hub_from_spec(load_reference("hinged_panels_undamped")[0])
+    sc_att = fx.Spacecraft(hub, state_effectors=(attached_spinner(),))
+    dcm_SB, s = spinner_geometry(SPIN_THETA)
+    F_B, tau_B = dcm_SB.T @ F_SPIN, dcm_SB.T @ TAU_SPIN
+    sc_dir = fx.Spacecraft(
+        hub,
+        state_effectors=(fx.SpinningBodies(**SPIN, motor_torque=s @ tau_B, name="spinner"),),
+        dynamic_effectors=(
+            fx.ExtForceTorque(
+                force_B=F_B, torque_B=tau_B + np.cross(SPIN["r_SB_B"], F_B), name="direct"
+            ),
+        ),
+    )
+    _assert_drift_close(_drift(sc_att, state(sc_att)), _drift(sc_dir, state(sc_dir)))
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. Momentum and energy balances of the whole spacecraft
+
+
+def test_momentum_and_energy_rates_equal_applied_loads():
+    """dP/dt = sum F, dH_C/dt = sum (r_P - r_C) x F + tau, dE/dt = sum F.v_P + tau.omega_body, with
+    time derivatives by forward-mode AD along the drift (no gravity, no damping, no motor)."""
+    hub = hub_from_spec(load_reference("hinged_panels_undamped")[0])
+    sc = fx.Spacecraft(hub, state_effectors=(attached_panels(), attached_spinner()))
+    y = state(sc)
+    dy = _drift(sc, y)
+
+    def quantities(y):
+        out = sc.outputs(0.0, y, None)
+        em = sc.energy_momentum(0.0, y, None)
+        P = out["massSC"] * out["v_CN_N"]
+        return P, em["totRotAngMomPntC_N"], em["totOrbEnergy"] + em["totRotEnergy"], out["r_CN_N"]
+
+    (P, H, E, r_C), (Pdot, Hdot, Edot, _) = jax.jvp(quantities, (y,), (dy,))
+    dcm_BN = np.asarray(js.kinematics.mrp_to_dcm(HUB_STATE["sigma_BN"]))
+    dcm_NB = dcm_BN.T
+    omega = np.asarray(HUB_STATE["omega_BN_B"])
+    r_B, v_B = np.asarray(y["hub"]["r_BN_N"]), np.asarray(y["hub"]["v_BN_N"])
+    panels = sc.state_effectors[0]
+    loads = []  # (F_N, tau_N, r_PN_N, v_PN_N, omega_body_N)
+    for i, (F_S, tau_S) in enumerate([(F_S0, TAU_S0), (None, np.zeros(3))]):
+        dcm_SB, s1, s2, s3, r_SB = panel_geometry(panels, i, THETA[i])
+        F_N = F_N1 if F_S is None else dcm_NB @ dcm_SB.T @ F_S
+        rDot_SB = float(panels.d[i]) * THETA_DOT[i] * s3 + np.cross(omega, r_SB)
+        loads.append(
+            (
+                F_N,
+                dcm_NB @ dcm_SB.T @ tau_S,
+                r_B + dcm_NB @ r_SB,
+                v_B + dcm_NB @ rDot_SB,
+                dcm_NB @ (omega + THETA_DOT[i] * s2),
+            )
+        )
+    dcm_SB, s = spinner_geometry(SPIN_THETA)
+    r_J = SPIN["r_SB_B"]
+    loads.append(
+        (
+            dcm_NB @ dcm_SB.T @ F_SPIN,
+            dcm_NB @ dcm_SB.T @ TAU_SPIN,
+            r_B + dcm_NB @ r_J,
+            v_B + dcm_NB @ np.cross(omega, r_J),
+            dcm_NB @ (omega + SPIN_THETA_DOT * s),
+        )
+    )
+    F = sum(ld[0] for ld in loads)
+    M_C = sum(ld[1] + np.cross(ld[2] - np.asarray(r_C), ld[0]) for ld in loads)
+    power = sum(ld[0] @ ld[3] + ld[1] @ ld[4] for ld in loads)
+    np.testing.assert_allclose(Pdot, F, rtol=0, atol=TOL_BALANCE * np.abs(F).max())
+    np.testing.assert_allclose(Hdot, M_C, rtol=0, atol=TOL_BALANCE * max(np.abs(H).max(), 1.0))
+    assert abs(float(Edot) - power) <= TOL_BALANCE * max(abs(float(E)), 1.0), (float(Edot), power)
+    # The loads do work through the joint motion: the check is not blind to the joint torques.
+    assert (
+        abs(
+            loads[0][0]
+            @ (float(panels.d[0]) * THETA_DOT[0] * dcm_NB @ panel_geometry(panels, 0, THETA[0])[3])
+        )
+        > 1e-3
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. Panel and spinner attachment paths agree (different reference points, same physics)
+
+
+def test_panel_and_spinner_as_panel_agree():
+    """A hinged panel with a load at its CoM = the same panel as a spinning body (sHat = sHat2,
+    r_ScS = -d sHat1) with the load moved to the joint (F, tau + r_S/H x F)."""
+    spec, _ = load_reference("hinged_panels_undamped")
+    hub = hub_from_spec(spec)
+    # (A force given in N components is not a constant in S, so only the S-frame load is moved.)
+    panels = spec_panels(
+        attached={0: fx.ExtForceTorque(force_B=F_S0, torque_B=TAU_S0, name="panel_thruster")}
+    )
+    P = spec["effectors"][0]["panels"]
+    g = lambda key: np.array([p[key] for p in P])
+    d = g("d_m")
+    r_ScS_S = np.stack([-d, 0 * d, 0 * d], axis=-1)
+    # In S components the CoM is at (-d, 0, 0) from the hinge: moment of the CoM force about H.
+    children = {
+        0: fx.ExtForceTorque(
+            force_B=F_S0, torque_B=TAU_S0 + np.cross(r_ScS_S[0], F_S0), name="panel_thruster"
+        ),
+    }
+    spinner_panels = fx.SpinningBodies(
+        g("mass_kg"),
+        g("IPntS_S_kgm2"),
+        g("dcm_HB"),
+        [0.0, 1.0, 0.0],
+        r_SB_B=g("r_HB_B_m"),
+        r_ScS_S=r_ScS_S,
+        k=g("k_Nm_per_rad"),
+        attached=children,
+        name="panels",
+    )
+    sc1 = fx.Spacecraft(hub, state_effectors=(panels,))
+    sc2 = fx.Spacecraft(hub, state_effectors=(spinner_panels,))
+    y1 = state(sc1)
+    y2 = sc2.init_state(
+        **HUB_STATE, effector_states={"panels": {"theta": THETA, "thetaDot": THETA_DOT}}
+    )
+    _assert_drift_close(_drift(sc1, y1), _drift(sc2, y2))
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. A locked spinner with an attached load: Newton-Euler for the rigid spacecraft
+
+
+def test_locked_spinner_load_moves_rigid_spacecraft():
+    hub = hub_from_spec(load_reference("hinged_panels_undamped")[0])
+    sc = fx.Spacecraft(hub, state_effectors=(attached_spinner(locked=True),))
+    y = state(sc)
+    dy = _drift(sc, y)
+    ctx = sc.context(0.0, y, None)
+    omega = np.asarray(HUB_STATE["omega_BN_B"])
+    omegaDot = np.asarray(dy["hub"]["omega_BN_B"])
+    dcm_BN = np.asarray(ctx.dcm_BN)
+    c = np.asarray(ctx.c_B)
+    a_B = dcm_BN @ np.asarray(dy["hub"]["v_BN_N"])
+    a_C = a_B + np.cross(omegaDot, c) + np.cross(omega, np.cross(omega, c))
+    dcm_SB, _ = spinner_geometry(SPIN_THETA)
+    F_B, tau_B = dcm_SB.T @ F_SPIN, dcm_SB.T @ TAU_SPIN
+    m = float(ctx.m_sc)
+    IC = np.asarray(ctx.IC_B)
+    np.testing.assert_allclose(m * a_C, F_B, rtol=0, atol=TOL_BALANCE * m * np.abs(a_C).max())
+    M_C = tau_B + np.cross(SPIN["r_SB_B"] - c, F_B)
+    euler = IC @ omegaDot + np.cross(omega, IC @ omega)
+    np.testing.assert_allclose(euler, M_C, rtol=0, atol=TOL_BALANCE * np.abs(IC @ omega).max())
+    assert float(dy["spinner"]["thetaDot"][0]) == 0.0
+
+
+# --------------------------------------------------------------------------------------------------
+# 5. Trajectory: a constant inertial force on a flexing panel
+
+
+def test_trajectory_linear_momentum_under_attached_inertial_force():
+    hub = hub_from_spec(load_reference("hinged_panels_undamped")[0])
+    child = fx.ExtForceTorque(force_N=F_N1, torque_B=TAU_S0, name="push")
+    panels = spec_panels(theta0=[0.1, -0.05], thetaDot0=[0.02, 0.0], attached={1: child})
+    sc = fx.Spacecraft(hub, state_effectors=(panels,))
+    y0 = sc.init_state(**HUB_STATE)
+    sol = js.simulate(sc, y0, 5.0, dt=0.01, sample_dt=0.5)
+    out = sol.outputs
+    P = np.asarray(out["massSC"])[:, None] * np.asarray(out["v_CN_N"])
+    t = np.asarray(sol.ts)[:, None]
+    expected = P[0] + F_N1 * t
+    np.testing.assert_allclose(P, expected, rtol=0, atol=TOL_MOMENTUM_TRAJECTORY * np.abs(P).max())
+    # The child's outputs are recorded with the panel's, its torque drives the panel.
+    np.testing.assert_allclose(
+        out["panels"]["attached"]["push"]["force_N"], np.broadcast_to(F_N1, (11, 3))
+    )
+    assert np.ptp(np.asarray(out["panels"]["theta"][:, 1])) > 1e-3
+
+
+def test_breakpoints_of_children_are_collected():
+    sig = js.PiecewiseConstant([1.0, 2.5], np.zeros((3, 3)))
+    child = fx.ExtForceTorque(force_B=sig, name="pulsed")
+    panels = spec_panels(attached={0: child})
+    sc = fx.Spacecraft(
+        hub_from_spec(load_reference("hinged_panels_undamped")[0]), state_effectors=(panels,)
+    )
+    assert sorted(sc.breakpoints()) == [1.0, 2.5]
+
+
+@pytest.mark.parametrize("bad", [{-1: None}, [(0,)], 5])
+def test_bad_attachment_specs(bad):
+    with pytest.raises(ValueError, match="attached"):
+        fx.SpinningBodies(**SPIN, attached=bad)

@@ -1,0 +1,478 @@
+"""SpinningBodies (one-DOF): reproduction of Basilisk's hinged panels as a special case, conservation,
+energy balance with dampers, closed forms on a heavy hub, locked axes, vectorization, gradients,
+validation."""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import effectors as fx
+import jaxsim as js
+from tests.effectors._support import WithDissipatedWork, assert_grad_matches_fd
+from tests.helpers import hub_from_spec, initial_state, load_reference
+
+
+# A hinged panel is the spinning body with sHat = sHat2, r_ScS = -d sHat1 and diagonal inertia
+# (physics/spinning_body_1dof.md §6): the spinner reproduces Basilisk's panel run at round-off.
+REL_TOL_RV = 1e-9
+ABS_TOL_ANGLES = 1e-9
+# Conservation over 10 s at h = 2.5 ms (axis frequencies <= 1.4 rad/s, hub spin 0.17 rad/s).
+REL_TOL_CONSERVED = 1e-12
+# Energy balance with dampers (W integrated in the same RK4 state), relative to W(T).
+REL_TOL_DISSIPATION = 1e-9
+# Heavy hub (1e12 kg, 1e12 kg m^2): axis decoupled up to ~1e-10, RK4 phase error ~1e-15 per step.
+REL_TOL_ANALYTIC = 1e-8
+# Same physics through a different summation order / a different but equivalent formula.
+TOL_ROUNDOFF = 1e-13
+# Two one-body effectors vs one two-body effector: only the summation order differs.
+TOL_VECTORIZED = 1e-14
+# Central differences with relative step 1e-4: truncation ~1e-8, round-off ~1e-12.
+REL_TOL_GRAD = 1e-6
+FD_REL_STEP = 1e-4
+
+MU_EARTH = 3.986004415e14  # [m^3/s^2]
+R_CN_N0 = [-4020338.690396649, 7490566.741852513, 5248299.211589362]  # [m] verification.md
+V_CN_N0 = [-5199.77710904224, -3436.681645356935, 1041.576797498721]  # [m/s]
+DEG = np.pi / 180.0
+
+# Spinner 1: verification.md §5 (Basilisk's spinningBodyOneDOF unit test); spinner 2: another axis.
+SPINNERS = dict(
+    mass=np.array([50.0, 20.0]),
+    ISPntSc_S=np.array(
+        [np.diag([50.0, 30.0, 40.0]), [[5.0, 0.5, 0.0], [0.5, 8.0, -0.3], [0.0, -0.3, 6.0]]]
+    ),
+    dcm_S0B=np.array([[[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]], np.eye(3)]),
+    sHat_S=np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0]]),
+    r_SB_B=np.array([[0.5, -1.5, -0.5], [0.0, 1.0, 0.5]]),
+    r_ScS_S=np.array([[1.0, 0.0, -1.0], [0.0, 0.3, 0.2]]),
+)
+
+
+def spinners(**overrides):
+    kw = dict(
+        k=np.array([100.0, 40.0]),
+        theta0=np.array([5.0, -10.0]) * DEG,
+        thetaDot0=np.array([-1.0, 2.0]) * DEG,
+        name="spinners",
+    )
+    kw.update(overrides)
+    args = {key: kw.pop(key) if key in kw else value for key, value in SPINNERS.items()}
+    return fx.SpinningBodies(**args, **kw)
+
+
+def axis_inertia(i):
+    """sHat^T [I_S] sHat about the joint, by the parallel-axis theorem in S components."""
+    s = SPINNERS["sHat_S"][i]
+    r = SPINNERS["r_ScS_S"][i]
+    m = SPINNERS["mass"][i]
+    r_perp = r - (r @ s) * s
+    return s @ SPINNERS["ISPntSc_S"][i] @ s + m * r_perp @ r_perp
+
+
+def scaled_err(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return np.linalg.norm(a - b, axis=-1).max() / np.linalg.norm(b, axis=-1).max()
+
+
+# --------------------------------------------------------------------------------------------------
+# Basilisk's hinged panels, modelled as spinning bodies
+
+
+def test_reproduces_basilisk_hinged_panels():
+    spec, ref = load_reference("hinged_panels_undamped")
+    P = spec["effectors"][0]["panels"]
+    g = lambda key: np.array([p[key] for p in P])
+    d = g("d_m")
+    body = fx.SpinningBodies(
+        g("mass_kg"),
+        g("IPntS_S_kgm2"),
+        g("dcm_HB"),
+        [0.0, 1.0, 0.0],
+        r_SB_B=g("r_HB_B_m"),
+        r_ScS_S=np.stack([-d, 0 * d, 0 * d], axis=-1),
+        k=g("k_Nm_per_rad"),
+        theta0=g("theta0_rad"),
+        thetaDot0=g("thetaDot0_radps"),
+        name="panels",
+    )
+    sc = fx.Spacecraft(hub_from_spec(spec), state_effectors=(body,))
+    t = spec["time"]
+    sol = js.simulate(
+        sc,
+        initial_state(sc, spec),
+        t["duration_s"],
+        dt=t["step_s"],
+        sample_dt=t["sample_interval_s"],
+    )
+    out = sol.outputs
+    for key in ["r_BN_N", "v_BN_N"]:
+        assert scaled_err(out[key], ref[key]) <= REL_TOL_RV, key
+    for key in ["sigma_BN", "omega_BN_B"]:
+        assert np.abs(np.asarray(out[key]) - ref[key]).max() <= ABS_TOL_ANGLES, key
+    for i in range(2):
+        for key in ["theta", "thetaDot"]:
+            err = np.abs(np.asarray(out["panels"][key][:, i]) - ref[f"panel{i + 1}_{key}"]).max()
+            assert err <= ABS_TOL_ANGLES, (key, i, err)
+    np.testing.assert_array_equal(np.asarray(sol.counts["mrp_switches"]), ref["MRPSwitchCount"])
+
+
+# --------------------------------------------------------------------------------------------------
+# One compiled scenario (2 spinners + point-mass gravity + dissipated-work state), many parameter sets
+
+
+DT = 0.0025  # [s]
+T_END = 10.0  # [s]
+SAMPLE_DT = 0.5  # [s]
+
+
+def tracked_scenario(
+    *,
+    mu=MU_EARTH,
+    c=(0.0, 0.0),
+    k=(100.0, 40.0),
+    hub_mass=750.0,
+    hub_inertia=((900.0, 0, 0), (0, 800.0, 0), (0, 0, 600.0)),
+    omega0=(0.1, -0.1, 0.1),
+    v0=V_CN_N0,
+    theta0=(5.0 * DEG, -10.0 * DEG),
+    thetaDot0=(-1.0 * DEG, 2.0 * DEG),
+    thetaRef=(0.0, 0.0),
+    motor_torque=(0.0, 0.0),
+):
+    body = spinners(
+        c=np.asarray(c),
+        theta0=theta0,
+        thetaDot0=thetaDot0,
+        thetaRef=thetaRef,
+        motor_torque=motor_torque,
+    )
+    body = eqx.tree_at(lambda b: b.k, body, jnp.asarray(k, dtype=float))
+    gravity = fx.PointMassGravity(MU_EARTH, name="earth")
+    gravity = eqx.tree_at(lambda g: g.mu, gravity, jnp.asarray(float(mu), dtype=float))
+    hub = fx.Hub(hub_mass, hub_inertia, [0.0, 0.0, 1.0])
+    sc = fx.Spacecraft(hub, state_effectors=(body,), gravity=(gravity,))
+    model = WithDissipatedWork(sc, ("spinners",))
+    y0 = model.init_state(sc.init_state(R_CN_N0, v0, [0.0, 0.0, 0.0], omega0))
+    return body, js.simulate(model, y0, T_END, dt=DT, sample_dt=SAMPLE_DT)
+
+
+def drift(x):
+    x = np.asarray(x)
+    return np.abs(x - x[0]).max() / np.abs(x[0]).max()
+
+
+def vec_drift(x):
+    x = np.asarray(x)
+    return np.linalg.norm(x - x[0], axis=-1).max() / np.linalg.norm(x[0])
+
+
+@pytest.mark.parametrize(
+    "mu, thetaRef",
+    [(0.0, (0.0, 0.0)), (MU_EARTH, (0.0, 0.0)), (MU_EARTH, (20.0 * DEG, -5.0 * DEG))],
+    ids=["free_space", "orbit", "orbit_thetaRef"],
+)
+def test_conservation_undamped(mu, thetaRef):
+    _, sol = tracked_scenario(mu=mu, thetaRef=thetaRef)
+    out = sol.outputs
+    for key in ["totRotEnergy", "totOrbEnergy"]:
+        assert drift(out[key]) <= REL_TOL_CONSERVED, (key, drift(out[key]))
+    for key in ["totRotAngMomPntC_N", "totOrbAngMomPntN_N"]:
+        assert vec_drift(out[key]) <= REL_TOL_CONSERVED, (key, vec_drift(out[key]))
+    assert np.ptp(np.asarray(out["spinners"]["theta"]), axis=0).min() > 0.05
+
+
+def test_motor_torque_conserves_momentum_not_energy():
+    """A motor torque is internal: angular momenta are conserved, rotational energy is not."""
+    _, sol = tracked_scenario(motor_torque=(1.0, -0.5))
+    out = sol.outputs
+    assert vec_drift(out["totRotAngMomPntC_N"]) <= REL_TOL_CONSERVED
+    assert drift(out["totOrbEnergy"]) <= REL_TOL_CONSERVED
+    assert drift(out["totRotEnergy"]) > 1e-3
+
+
+@pytest.mark.parametrize("mu", [0.0, MU_EARTH], ids=["free_space", "orbit"])
+def test_damped_energy_balance(mu):
+    _, sol = tracked_scenario(mu=mu, c=(50.0, 10.0), thetaRef=(20.0 * DEG, 0.0))
+    out = sol.outputs
+    E = np.asarray(out["totRotEnergy"])
+    W = np.asarray(out["W"])
+    assert W[-1] > 0.05 * E[0]
+    residual = np.abs(E + W - E[0]).max()
+    assert residual <= REL_TOL_DISSIPATION * W[-1], residual / W[-1]
+    assert drift(out["totOrbEnergy"]) <= REL_TOL_CONSERVED
+    assert vec_drift(out["totRotAngMomPntC_N"]) <= REL_TOL_CONSERVED
+
+
+HEAVY = dict(
+    mu=0.0,
+    hub_mass=1e12,
+    hub_inertia=((1e12, 0, 0), (0, 1e12, 0), (0, 0, 1e12)),
+    omega0=(0.0, 0.0, 0.0),
+    v0=(0.0, 0.0, 0.0),
+)
+
+
+def test_axis_frequency_heavy_hub():
+    """theta(t) = theta0 cos(w t) + thetaDot0 sin(w t) / w with w = sqrt(k / sHat^T [I_S] sHat)."""
+    k = np.array([100.0, 40.0])
+    theta0, thetaDot0 = np.array([0.05, -0.03]), np.array([0.0, 0.02])
+    _, sol = tracked_scenario(k=k, theta0=theta0, thetaDot0=thetaDot0, **HEAVY)
+    wn = np.sqrt(k / np.array([axis_inertia(0), axis_inertia(1)]))
+    t = np.asarray(sol.ts)[:, None]
+    expected = theta0 * np.cos(wn * t) + thetaDot0 / wn * np.sin(wn * t)
+    amp = np.sqrt(theta0**2 + (thetaDot0 / wn) ** 2)
+    err = np.abs(np.asarray(sol.outputs["spinners"]["theta"]) - expected).max(axis=0)
+    assert np.all(err <= REL_TOL_ANALYTIC * amp), err / amp
+
+
+def test_free_axis_motor_torque_heavy_hub():
+    u = np.array([0.5, -0.2])
+    _, sol = tracked_scenario(
+        k=(0.0, 0.0), motor_torque=u, theta0=(0.0, 0.0), thetaDot0=(0.0, 0.0), **HEAVY
+    )
+    J = np.array([axis_inertia(0), axis_inertia(1)])
+    t = np.asarray(sol.ts)[:, None]
+    expected = u * t**2 / (2 * J)
+    err = np.abs(np.asarray(sol.outputs["spinners"]["theta"]) - expected).max()
+    assert err <= REL_TOL_ANALYTIC * np.abs(expected).max()
+
+
+# --------------------------------------------------------------------------------------------------
+# Locked axes: rigid mass
+
+
+@eqx.filter_jit
+def _drift(sc, t, y):
+    return sc.drift(t, y, None)
+
+
+def _merged_hub(hub, body, theta):
+    """Hub + rigidly attached bodies at angles `theta`, from the parallel-axis theorem (numpy)."""
+    m_tot = float(hub.mass)
+    first = float(hub.mass) * np.asarray(hub.r_BcB_B)
+    parts = []
+    for i in range(len(theta)):
+        e = SPINNERS["sHat_S"][i]
+        th = theta[i]
+        E = np.array([[0, -e[2], e[1]], [e[2], 0, -e[0]], [-e[1], e[0], 0]])
+        dcm_SS0 = np.cos(th) * np.eye(3) + (1 - np.cos(th)) * np.outer(e, e) - np.sin(th) * E
+        dcm_BS = (dcm_SS0 @ SPINNERS["dcm_S0B"][i]).T
+        r = SPINNERS["r_SB_B"][i] + dcm_BS @ SPINNERS["r_ScS_S"][i]
+        m = SPINNERS["mass"][i]
+        parts.append((m, r, dcm_BS @ SPINNERS["ISPntSc_S"][i] @ dcm_BS.T))
+        m_tot += m
+        first = first + m * r
+    c = first / m_tot
+    skew2 = lambda v: v @ v * np.eye(3) - np.outer(v, v)
+    I_C = np.asarray(hub.IHubPntBc_B) + float(hub.mass) * skew2(np.asarray(hub.r_BcB_B) - c)
+    for m, r, I in parts:
+        I_C = I_C + I + m * skew2(r - c)
+    return fx.Hub(m_tot, I_C, c)
+
+
+def test_locked_bodies_act_as_rigid_mass():
+    spec, _ = load_reference("hinged_panels_undamped")
+    hub = hub_from_spec(spec)
+    rng = np.random.default_rng(7)
+    body = spinners(locked=True, c=np.array([5.0, 2.0]), motor_torque=np.array([1.0, 2.0]))
+    sc = fx.Spacecraft(hub, state_effectors=(body,))
+    for _ in range(2):
+        theta = rng.normal(0, 0.5, 2)
+        state = dict(
+            r_CN_N=rng.normal(0, 1, 3),
+            v_CN_N=rng.normal(0, 1, 3),
+            sigma_BN=rng.normal(0, 0.3, 3),
+            omega_BN_B=rng.normal(0, 0.2, 3),
+        )
+        # The stored rate of a locked body is ignored.
+        y = sc.init_state(
+            **state,
+            effector_states={"spinners": {"theta": theta, "thetaDot": np.array([3.0, -1.0])}},
+        )
+        rigid = fx.Spacecraft(_merged_hub(hub, body, theta))
+        y_rigid = rigid.init_state(**state)
+        d, d_rigid = _drift(sc, 0.0, y), _drift(rigid, 0.0, y_rigid)
+        for key in d["hub"]:
+            np.testing.assert_allclose(
+                d["hub"][key], d_rigid["hub"][key], rtol=0, atol=TOL_ROUNDOFF * 10, err_msg=key
+            )
+        np.testing.assert_array_equal(d["spinners"]["theta"], 0.0)
+        np.testing.assert_array_equal(d["spinners"]["thetaDot"], 0.0)
+        em = sc.energy_momentum(0.0, y, None)
+        em_rigid = rigid.energy_momentum(0.0, y_rigid, None)
+        # Locked: the spring energy 0.5 k theta^2 is a constant offset.
+        E_spring = 0.5 * float(body.k @ theta**2)
+        np.testing.assert_allclose(
+            float(em["totRotEnergy"]) - E_spring, float(em_rigid["totRotEnergy"]), rtol=TOL_ROUNDOFF
+        )
+        np.testing.assert_allclose(
+            em["totRotAngMomPntC_N"], em_rigid["totRotAngMomPntC_N"], rtol=TOL_ROUNDOFF, atol=1e-13
+        )
+
+
+def test_partially_locked():
+    """Locking one body leaves the other free: its derivative is that of a spacecraft whose hub
+    carries the locked body rigidly."""
+    spec, _ = load_reference("hinged_panels_undamped")
+    hub = hub_from_spec(spec)
+    theta = np.array([0.3, -0.2])
+    thetaDot = np.array([0.1, 0.05])
+    state = dict(omega_BN_B=[0.05, -0.1, 0.08], sigma_BN=[0.1, 0.2, -0.1])
+    both = spinners(locked=(True, False))
+    sc = fx.Spacecraft(hub, state_effectors=(both,))
+    d = _drift(
+        sc,
+        0.0,
+        sc.init_state(
+            **state, effector_states={"spinners": {"theta": theta, "thetaDot": thetaDot}}
+        ),
+    )
+    # Reference: body 0 merged into the hub, body 1 a free one-body effector.
+    merged = _merged_hub(hub, both, np.array([theta[0]]))
+    free = fx.SpinningBodies(
+        **{key: value[1] for key, value in SPINNERS.items()}, k=40.0, name="spinners"
+    )
+    sc_ref = fx.Spacecraft(merged, state_effectors=(free,))
+    # Same composite CoM and attitude rates: give the same CoM state.
+    y_ref = sc_ref.init_state(
+        **state, effector_states={"spinners": {"theta": theta[1:], "thetaDot": thetaDot[1:]}}
+    )
+    d_ref = _drift(sc_ref, 0.0, y_ref)
+    np.testing.assert_allclose(
+        d["hub"]["omega_BN_B"], d_ref["hub"]["omega_BN_B"], rtol=1e-12, atol=1e-15
+    )
+    np.testing.assert_allclose(
+        d["spinners"]["thetaDot"][1], d_ref["spinners"]["thetaDot"][0], rtol=1e-12
+    )
+    assert float(d["spinners"]["thetaDot"][0]) == 0.0 and float(d["spinners"]["theta"][0]) == 0.0
+
+
+# --------------------------------------------------------------------------------------------------
+# Vectorization, gradients
+
+
+def test_two_effectors_equal_one_vectorized():
+    spec, _ = load_reference("hinged_panels_undamped")
+    hub = hub_from_spec(spec)
+    both = spinners(c=np.array([3.0, 7.0]), motor_torque=np.array([0.1, -0.2]))
+    split = tuple(
+        fx.SpinningBodies(
+            **{key: value[i] for key, value in SPINNERS.items()},
+            k=both.k[i],
+            c=both.c[i],
+            motor_torque=both.motor_torque[i],
+            name=f"b{i}",
+        )
+        for i in range(2)
+    )
+    sc1 = fx.Spacecraft(hub, state_effectors=(both,))
+    sc2 = fx.Spacecraft(hub, state_effectors=split)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        theta, thetaDot = rng.normal(0, 0.5, 2), rng.normal(0, 0.2, 2)
+        state = dict(
+            r_CN_N=rng.normal(0, 1, 3),
+            v_CN_N=rng.normal(0, 1, 3),
+            sigma_BN=rng.normal(0, 0.3, 3),
+            omega_BN_B=rng.normal(0, 0.2, 3),
+        )
+        y1 = sc1.init_state(
+            **state, effector_states={"spinners": {"theta": theta, "thetaDot": thetaDot}}
+        )
+        y2 = sc2.init_state(
+            **state,
+            effector_states={
+                f"b{i}": {"theta": theta[i : i + 1], "thetaDot": thetaDot[i : i + 1]}
+                for i in range(2)
+            },
+        )
+        d1, d2 = _drift(sc1, 0.0, y1), _drift(sc2, 0.0, y2)
+        for key in d1["hub"]:
+            a, b = np.asarray(d1["hub"][key]), np.asarray(d2["hub"][key])
+            assert np.abs(a - b).max() <= TOL_VECTORIZED * max(np.abs(b).max(), 1.0), key
+        for i in range(2):
+            for key in ["theta", "thetaDot"]:
+                a, b = float(d1["spinners"][key][i]), float(d2[f"b{i}"][key][0])
+                assert abs(a - b) <= TOL_VECTORIZED * max(abs(b), 1.0), (key, i)
+
+
+def test_drift_gradients_match_finite_differences():
+    """Fast check of differentiability: jax.grad of accelerations at one state w.r.t. k, c and mass
+    vs central differences (the final-state gradient through `simulate` is the slow test below)."""
+    base = spinners(c=np.array([5.0, 2.0]))
+    hub = fx.Hub(750.0, np.diag([900.0, 800.0, 600.0]), [0.0, 0.0, 1.0])
+
+    def accel_scalar(params):
+        k, c, m = params
+        eff = eqx.tree_at(lambda p: (p.k, p.c, p.mass), base, (k, c, m))
+        sc = fx.Spacecraft(hub, state_effectors=(eff,))
+        d = sc.drift(0.0, sc.init_state(None, None, None, [0.05, -0.04, 0.06]), None)
+        return (
+            d["spinners"]["thetaDot"][0]
+            - 0.7 * d["spinners"]["thetaDot"][1]
+            + 3.0 * d["hub"]["omega_BN_B"][1]
+        )
+
+    p0 = (base.k, base.c, base.mass)
+    assert_grad_matches_fd(accel_scalar, p0, FD_REL_STEP, REL_TOL_GRAD, ("k", "c", "mass"))
+
+
+@pytest.mark.slow
+def test_gradients_match_finite_differences():
+    body0, _ = tracked_scenario(c=(5.0, 2.0))
+    gravity = fx.PointMassGravity(MU_EARTH, name="earth")
+    hub = fx.Hub(750.0, np.diag([900.0, 800.0, 600.0]), [0.0, 0.0, 1.0])
+
+    def final_scalar(params):
+        k, c, m = params
+        body = eqx.tree_at(lambda p: (p.k, p.c, p.mass), body0, (k, c, m))
+        sc = fx.Spacecraft(hub, state_effectors=(body,), gravity=(gravity,))
+        model = WithDissipatedWork(sc, ("spinners",))
+        y0 = model.init_state(sc.init_state(R_CN_N0, V_CN_N0, [0.0, 0.0, 0.0], [0.1, -0.1, 0.1]))
+        ys = js.simulate(model, y0, T_END, dt=DT, sample_dt=SAMPLE_DT).ys["sc"]
+        return (
+            ys["spinners"]["theta"][-1, 0]
+            - 0.7 * ys["spinners"]["thetaDot"][-1, 1]
+            + 3.0 * ys["hub"]["omega_BN_B"][-1, 1]
+        )
+
+    p0 = (body0.k, body0.c, body0.mass)
+    assert_grad_matches_fd(final_scalar, p0, FD_REL_STEP, REL_TOL_GRAD, ("k", "c", "mass"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Validation
+
+
+@pytest.mark.parametrize(
+    "arg, value",
+    [
+        ("mass", [50.0, -1.0]),
+        ("mass", [50.0, np.nan]),
+        ("ISPntSc_S", np.diag([1.0, 1.0, 0.0])),
+        ("ISPntSc_S", np.array([[1.0, 0.2, 0], [0.0, 1.0, 0], [0, 0, 1.0]])),
+        ("dcm_S0B", np.diag([1.0, -1.0, 1.0])),
+        ("dcm_S0B", np.ones((2, 3))),
+        ("sHat_S", [0.0, 2.0, 0.0]),
+        ("sHat_S", np.zeros((3, 3))),
+        ("r_SB_B", [0.0, 1.0]),
+        ("r_ScS_S", [np.inf, 0.0, 0.0]),
+        ("k", -1.0),
+        ("c", [-1.0, 1.0]),
+        ("theta0", [0.0, 0.0, 0.0]),
+        ("locked", (True,)),
+        ("locked", "yes"),
+        ("motor_torque", np.zeros(3)),
+    ],
+)
+def test_validation_errors(arg, value):
+    with pytest.raises(ValueError, match=arg):
+        spinners(**{arg: value})
+
+
+def test_zero_mass_is_a_pure_inertia():
+    """mass = 0 is allowed (a balanced rotor): no mass, its inertia only."""
+    body = spinners(mass=np.array([0.0, 20.0]))
+    mp = body.mass_props(0.0, body.init_state())
+    assert float(mp.mass) == 20.0
