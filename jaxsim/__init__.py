@@ -10,7 +10,11 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from . import kinematics as kinematics
+from . import (  # plotting/results import matplotlib/xarray only when used
+    kinematics as kinematics,
+    plotting as plotting,
+    results as results,
+)
 from ._clocks import (
     AbstractClock as AbstractClock,
     AbstractDiscreteModel as AbstractDiscreteModel,

@@ -55,7 +55,7 @@ from ._validation import check_name
 
 
 # Largest denominator accepted when turning a float period/offset/time into an exact rational.
-_MAX_DEN = 10**9
+_MAX_DEN = 10**6
 # Relative mismatch allowed between a float and its rational: a few ulps of float64.
 _RAT_RTOL = 4e-16
 
@@ -256,6 +256,11 @@ def plan_ticks(models, t0: float, t1: float) -> TickPlan:
     base = 1
     for d in dens:
         base = base * d // math.gcd(base, d)
+    if base * max(abs(r1), 1) > 2**62:
+        raise ValueError(
+            f"simulate: the clocks' common tick base 1/{base} s over t1 = {float(r1)} s overflows "
+            "64-bit tick indices; use periods/offsets with smaller denominators."
+        )
     ints = [np.array([int(x * base) for x in ticks], dtype=np.int64) for ticks in per_model]
     allint = np.unique(np.concatenate(ints)) if ints else np.zeros(0, np.int64)
     times = [float(Fraction(int(n), base)) for n in allint]

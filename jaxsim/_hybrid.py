@@ -116,6 +116,49 @@ class _CarryPID(dfx.AbstractAdaptiveStepSizeController):
         return keep, nt0, nt1, jump, (inner_state, proposal), result
 
 
+def _summed(fn):
+    def g(y, args):
+        out, aux = fn(y, args)
+        return sum(jtu.tree_leaves(out)), aux
+
+    return g
+
+
+class _SummedBisection(optx.AbstractRootFinder):
+    """Bisection on the sum of diffrax's per-event root functions (all but the triggered one are
+    zero there), since `optx.Bisection` needs a scalar output and diffrax passes a list; it stops
+    on the bracket width alone, so that boolean conditions (a +-1 jump) converge."""
+
+    inner: optx.Bisection
+
+    @property
+    def rtol(self):
+        return self.inner.rtol
+
+    @property
+    def atol(self):
+        return self.inner.atol
+
+    @property
+    def norm(self):
+        return jnp.abs
+
+    def init(self, fn, y, args, options, f_struct, aux_struct, tags):
+        f_struct = jax.ShapeDtypeStruct((), jnp.result_type(float))
+        return self.inner.init(_summed(fn), y, args, options, f_struct, aux_struct, tags)
+
+    def step(self, fn, y, args, options, state, tags):
+        return self.inner.step(_summed(fn), y, args, options, state, tags)
+
+    def terminate(self, fn, y, args, options, state, tags):
+        # Bracket width only: a boolean condition (+-1) never has a small residual.
+        scale = self.inner.atol + self.inner.rtol * jnp.abs(y)
+        return jnp.abs(state.lower - state.upper) < scale, optx.RESULTS.successful
+
+    def postprocess(self, fn, y, aux, args, options, state, tags, result):
+        return self.inner.postprocess(_summed(fn), y, aux, args, options, state, tags, result)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Config:
     t0: float
@@ -322,10 +365,12 @@ def simulate_hybrid(
             for e in events
         ]
         root_finder = (
-            optx.Bisection(rtol=1e-14, atol=1e-14)
+            _SummedBisection(optx.Bisection(rtol=1e-14, atol=1e-14))
             if any(kinds)
             else optx.Newton(rtol=1e-13, atol=1e-13)
         )
+    if isinstance(root_finder, optx.Bisection):
+        root_finder = _SummedBisection(root_finder)
     config = _Config(
         t0=float(t0),
         t1=float(t1),
@@ -851,15 +896,15 @@ def _run(model, models, events, y0, args, held0, disc, ts, dsolver, root_finder,
 
     by, bz, bh = blank(by), blank(bz), blank(bh)
     if cfg.throw:
-        by = eqx.error_if(
-            by,
+        by, t_final = eqx.error_if(
+            (by, t_final),
             bad,
             f"simulate: the hybrid run did not reach t1: more than max_events={cfg.max_events} "
             "event firings (or event re-solves) were needed. Raise `max_events` (the event "
             "log has that fixed size; nothing is truncated silently).",
         )
-        by = eqx.error_if(
-            by,
+        by, t_final = eqx.error_if(
+            (by, t_final),
             c["res"] != dfx.RESULTS.successful,
             "simulate: a segment solve failed (max_steps reached, or non-finite values); raise "
             "`max_steps` or check the model, or pass throw=False to inspect `Solution.result`.",

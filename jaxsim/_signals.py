@@ -244,12 +244,15 @@ class SquareWave(AbstractSignal):
         self.offset = as_array("SquareWave", "offset", offset, "")
 
     def __call__(self, t):
+        def edge(k, frac):
+            # The same float expression as `_periodic_edges` (k integer-valued).
+            return (self.phase + k + frac) / self.freq
+
         k = jnp.floor(t * self.freq - self.phase)
-        r = (self.phase + k) / self.freq
         # Correct the cycle index so that r_k <= t < r_{k+1} holds with the float edge times.
-        k = jnp.where(t < r, k - 1, k)
-        k = jnp.where(t >= (self.phase + k + 1) / self.freq, k + 1, k)
-        fall = (self.phase + self.duty + k) / self.freq
+        k = jnp.where(t < edge(k, 0.0), k - 1, k)
+        k = jnp.where(t >= edge(k + 1, 0.0), k + 1, k)
+        fall = edge(k, self.duty)
         s = jnp.where(t < fall, 1.0, -1.0)
         return self.amplitude * s + self.offset
 

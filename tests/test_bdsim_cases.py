@@ -437,6 +437,7 @@ class Oscillator(js.AbstractDynamicObject):
         return {"x": jnp.stack([v, -(w**2) * x - 2 * 0.1 * w * v + self.u(t)])}
 
 
+@pytest.mark.slow  # four compiles (one per frame rate), ~50 s on the shared 2-core box
 def test_output_frames_do_not_change_rhs():
     model = Oscillator(js.Step(2.0, 0.0, 1.0))
     rhs = {}
