@@ -14,6 +14,14 @@ from ._effector import (
 )
 from ._exponential_atmosphere import ExponentialAtmosphere as ExponentialAtmosphere
 from ._ext_force_torque import ExtForceTorque as ExtForceTorque
+from ._flight_software import (
+    AttitudeNavigation as AttitudeNavigation,
+    MRPFeedback as MRPFeedback,
+    RWAttitudeFSW as RWAttitudeFSW,
+    RWMotorTorque as RWMotorTorque,
+    attitude_error as attitude_error,
+    mrp_subtract as mrp_subtract,
+)
 from ._geometric_brownian_motion import GeometricBrownianMotion as GeometricBrownianMotion
 from ._gravity import (
     AbstractGravityBody as AbstractGravityBody,

@@ -1,0 +1,67 @@
+"""Execute every notebook in `notebooks/` (fails on any cell error).
+
+Needs the `notebooks` extra (`nbclient`, `nbformat`, `ipykernel`); skips cleanly without it. Each
+notebook runs in a fresh `python3` kernel (the interpreter running pytest: jupyter_client maps the
+`python3` kernelspec to `sys.executable`) with the notebooks folder as its working directory.
+"""
+
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+# Limit per notebook [s] (also the per-cell timeout): each notebook is sized to run in < 60 s on a
+# 2-core CPU; the margin covers kernel start-up and compilation on a loaded CI machine.
+NOTEBOOK_TIMEOUT_S = 300
+MISSING = [m for m in ("nbclient", "nbformat", "ipykernel") if importlib.util.find_spec(m) is None]
+
+pytestmark = [
+    pytest.mark.notebooks,
+    pytest.mark.skipif(
+        bool(MISSING),
+        reason=f"notebook execution needs {MISSING} (pip install 'jaxsim[notebooks]')",
+    ),
+    # Kernel start-up chatter of jupyter_client/ipykernel is not a test failure.
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
+
+
+def test_notebooks_found():
+    assert NOTEBOOKS, f"no notebooks in {NOTEBOOKS_DIR}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes(path):
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=NOTEBOOK_TIMEOUT_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+        allow_errors=False,
+    )
+    start = time.perf_counter()
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        pytest.fail(f"{path.name}: a cell failed:\n{err}", pytrace=False)
+    elapsed = time.perf_counter() - start
+    print(f"{path.name}: executed in {elapsed:.1f} s")
+    errors = [
+        out
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
+    assert not errors, errors
+    assert elapsed <= NOTEBOOK_TIMEOUT_S, f"{path.name} took {elapsed:.0f} s"
