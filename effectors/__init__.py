@@ -36,7 +36,9 @@ from ._reaction_wheels import ReactionWheels as ReactionWheels
 from ._spacecraft import Spacecraft as Spacecraft
 from ._spinning_body import SpinningBodies as SpinningBodies
 from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
+from ._srp import CannonballSRP as CannonballSRP
 from ._stochastic_torque import StochasticTorque as StochasticTorque
+from ._thrusters import Thrusters as Thrusters
 from ._types import (
     BackSub as BackSub,
     EnergyMomentum as EnergyMomentum,

@@ -51,6 +51,8 @@ leaves the discrete state unchanged (with `prior_time = 0` it integrates nothing
 the driver's initial `z` stays exact. At each later tick $t_k$ the update reads $y(t_k)$ (the left
 limit, before any state change at $t_k$) and its command is held over $[t_k, t_{k+1}]$: exactly
 Basilisk's order with the dynamics task ahead of the FSW task (`benchmarks/basilisk_slew.py`).
+On the test slew this reproduces Basilisk to 4e-16 in $\boldsymbol\sigma_{B/N}$; without the $t_0$ call
+(zero torque over the first FSW period) the run is 4.7e-3 off.
 
 **Assumptions and limitations:** scalar gains $K$, $P$, $K_i$ (Basilisk's); navigation without noise or
 bias; a constant reference $(\boldsymbol\sigma_{R/N}, \boldsymbol\omega_{R/N}, \dot{\boldsymbol\omega}_{R/N})$ given in
@@ -396,11 +398,17 @@ class RWAttitudeFSW(AbstractDiscreteModel):
     ):
         c = "RWAttitudeFSW"
         if not isinstance(clock, AbstractClock):
-            raise ValueError(f"{c}: `clock` must be a Clock or Schedule; got {type(clock).__name__}.")
+            raise ValueError(
+                f"{c}: `clock` must be a Clock or Schedule; got {type(clock).__name__}."
+            )
         if not isinstance(control, MRPFeedback):
-            raise ValueError(f"{c}: `control` must be an MRPFeedback; got {type(control).__name__}.")
+            raise ValueError(
+                f"{c}: `control` must be an MRPFeedback; got {type(control).__name__}."
+            )
         if not isinstance(mapping, RWMotorTorque):
-            raise ValueError(f"{c}: `mapping` must be an RWMotorTorque; got {type(mapping).__name__}.")
+            raise ValueError(
+                f"{c}: `mapping` must be an RWMotorTorque; got {type(mapping).__name__}."
+            )
         self.name = check_name(c, "name", name)
         self.wheels = check_name(c, "wheels", wheels)
         if name == wheels:
@@ -418,7 +426,9 @@ class RWAttitudeFSW(AbstractDiscreteModel):
         self.nav = AttitudeNavigation(spacecraft, wheels if control.gsHat_B is not None else None)
         self.sigma_RN = as_array(c, "sigma_RN", sigma_RN, "-", (3,))
         self.omega_RN_N = (
-            jnp.zeros(3) if omega_RN_N is None else as_array(c, "omega_RN_N", omega_RN_N, "rad/s", (3,))
+            jnp.zeros(3)
+            if omega_RN_N is None
+            else as_array(c, "omega_RN_N", omega_RN_N, "rad/s", (3,))
         )
         self.domega_RN_N = (
             jnp.zeros(3)

@@ -16,6 +16,7 @@ from jaxsim._kinematics import (
     dot3,
     euler_axis_rotation,
     mm3,
+    mtv3,
     mv3,
     outer3,
     tilde,
@@ -35,15 +36,6 @@ from ._attachments import attached_loads, body_context, children_outputs, parse_
 from ._effector import AbstractStateEffector
 from ._types import BackSub, EnergyMomentum, HubContext, MassProps
 from ._unit_params import command, input_at, per_unit, unit_count, unit_input
-
-
-def _mtv3(m, v):
-    """`m^T v` for 3x3 `m` (batched)."""
-    return (
-        m[..., 0, :] * v[..., 0, None]
-        + m[..., 1, :] * v[..., 1, None]
-        + m[..., 2, :] * v[..., 2, None]
-    )
 
 
 def _congruence(dcm_SB, I_S):
@@ -246,8 +238,8 @@ class HingedRigidBodies(AbstractStateEffector):
             lambda i: self._panel_context(i, x, ctx, kin),
         )
         dcm_SB = kin[0]
-        F_B = _mtv3(dcm_SB, F_S)
-        tau_B = _mtv3(dcm_SB, tau_S)
+        F_B = mtv3(dcm_SB, F_S)
+        tau_B = mtv3(dcm_SB, tau_S)
         return F_B, tau_B, F_S, tau_S, contexts
 
     # ----------------------------------------------------------------------------------------------

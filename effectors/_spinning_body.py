@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxsim._kinematics import cross3, dcm_to_mrp, dot3, mm3, mv3, outer3, tilde
+from jaxsim._kinematics import cross3, dcm_to_mrp, dot3, mm3, mtv3, mv3, outer3, tilde
 from jaxsim._signals import breakpoints_of
 from jaxsim._validation import (
     check_inertia,
@@ -25,14 +25,6 @@ from ._attachments import attached_loads, body_context, children_outputs, parse_
 from ._effector import AbstractStateEffector
 from ._types import BackSub, EnergyMomentum, HubContext, MassProps
 from ._unit_params import check_flags, command, input_at, per_unit, unit_count, unit_input
-
-
-def _mtv3(m, v):
-    return (
-        m[..., 0, :] * v[..., 0, None]
-        + m[..., 1, :] * v[..., 1, None]
-        + m[..., 2, :] * v[..., 2, None]
-    )
 
 
 def _T(m):
@@ -182,8 +174,8 @@ class SpinningBodies(AbstractStateEffector):
         dcm_SS0 = ct * jnp.eye(3) + (1.0 - ct) * outer3(e, e) - st * tilde(e)
         dcm_SB = mm3(dcm_SS0, self.dcm_S0B)
         dcm_BS = _T(dcm_SB)
-        s = _mtv3(dcm_SB, e)
-        r_ScS = _mtv3(dcm_SB, self.r_ScS_S)
+        s = mtv3(dcm_SB, e)
+        r_ScS = mtv3(dcm_SB, self.r_ScS_S)
         r_ScB = r_ScS + self.r_SB_B
         I_Sc = mm3(dcm_BS, mm3(self.ISPntSc_S, dcm_SB))
         omega_SB = thetaDot[:, None] * s
@@ -258,7 +250,7 @@ class SpinningBodies(AbstractStateEffector):
             self.attached_index, self.attached, n, lambda i: self._body_context(i, ctx, kin)
         )
         dcm_SB = kin["dcm_SB"]
-        return _mtv3(dcm_SB, F_S), _mtv3(dcm_SB, tau_S), F_S, tau_S, contexts
+        return mtv3(dcm_SB, F_S), mtv3(dcm_SB, tau_S), F_S, tau_S, contexts
 
     # ----------------------------------------------------------------------------------------------
     # Back-substitution

@@ -70,15 +70,25 @@ def combined(state_effectors: bool = True, **overrides):
 
         states.append(
             ReactionWheels(
-                p["rw_gsHat_B"], p["rw_Js"], Omega=p["rw_Omega"], motor_torque=p["rw_motor_torque"],
+                p["rw_gsHat_B"],
+                p["rw_Js"],
+                Omega=p["rw_Omega"],
+                motor_torque=p["rw_motor_torque"],
                 name="rw",
             )
         )
         states.append(
             HingedRigidBodies(
-                p["panel_mass"], p["panel_IPntS_S"], p["panel_d"], p["panel_k"], p["panel_r_HB_B"],
-                p["panel_dcm_HB"], c=p["panel_c"], theta0=p["panel_theta0"],
-                thetaDot0=p["panel_thetaDot0"], name="panels",
+                p["panel_mass"],
+                p["panel_IPntS_S"],
+                p["panel_d"],
+                p["panel_k"],
+                p["panel_r_HB_B"],
+                p["panel_dcm_HB"],
+                c=p["panel_c"],
+                theta0=p["panel_theta0"],
+                thetaDot0=p["panel_thetaDot0"],
+                name="panels",
             )
         )
     sc = Spacecraft(

@@ -23,6 +23,8 @@ from ._clocks import (
     Schedule as Schedule,
 )
 from ._dynamic_object import AbstractDynamicObject as AbstractDynamicObject, System as System
+from ._events import Event as Event, EventLog as EventLog
+from ._hybrid import HybridSolution as HybridSolution
 from ._sde_solvers import (
     SRA1 as SRA1,
     AbstractSDESolver as AbstractSDESolver,
@@ -31,8 +33,6 @@ from ._sde_solvers import (
     Milstein as Milstein,
     ShARK as ShARK,
 )
-from ._events import Event as Event, EventLog as EventLog
-from ._hybrid import HybridSolution as HybridSolution
 from ._signals import (
     AbstractSignal as AbstractSignal,
     PiecewiseConstant as PiecewiseConstant,

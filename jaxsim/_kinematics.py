@@ -34,6 +34,11 @@ def mv3(m, v):
     return jnp.einsum("...ij,...j->...i", m, v)
 
 
+def mtv3(m, v):
+    """Transposed matrix-vector product `m^T v` for 3x3 `m` (batched over leading axes)."""
+    return jnp.einsum("...ji,...j->...i", m, v)
+
+
 def mm3(a, b):
     """Matrix product `a @ b` of 3x3 matrices (batched over leading axes)."""
     return jnp.matmul(a, b)

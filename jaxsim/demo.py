@@ -24,14 +24,15 @@ def main(argv=None):
     parser.add_argument("--hub-only", action="store_true", help="leave out wheels and panels")
     args = parser.parse_args(argv)
 
-    import effectors as fx
     import jaxsim as js
     from effectors.scenarios import combined
 
     sc, y0, p = combined(state_effectors=not args.hub_only)
     dt, sample = p["step_s"], p["sample_interval_s"]
     t1 = round(args.orbits * p["duration_s"] / sample) * sample
-    print(f"jaxsim {js.__version__} on {jax.devices()[0].platform}, float64={jax.config.jax_enable_x64}")
+    print(
+        f"jaxsim {js.__version__} on {jax.devices()[0].platform}, float64={jax.config.jax_enable_x64}"
+    )
     names = [e.name for e in sc.state_effectors + sc.dynamic_effectors]
     print(f"spacecraft 'combined': hub + {names} + point-mass Earth; RK4 at {dt} s, {t1:.0f} s")
 
@@ -46,9 +47,13 @@ def main(argv=None):
     n = sol.stats["num_steps"]
 
     out = sol.outputs
-    print(f"steps: {n}, samples: {len(sol.ts)}, MRP switches: {int(sol.counts['mrp_switches'][-1])}")
-    print(f"compile + first run: {first:.2f} s; run: {run * 1e3:.1f} ms ({run / n * 1e6:.2f} us/step)")
-    print("final state (t = %.0f s):" % float(sol.ts[-1]))
+    print(
+        f"steps: {n}, samples: {len(sol.ts)}, MRP switches: {int(sol.counts['mrp_switches'][-1])}"
+    )
+    print(
+        f"compile + first run: {first:.2f} s; run: {run * 1e3:.1f} ms ({run / n * 1e6:.2f} us/step)"
+    )
+    print(f"final state (t = {float(sol.ts[-1]):.0f} s):")
     for key in ["r_CN_N", "v_CN_N", "sigma_BN", "omega_BN_B"]:
         print(f"  {key:11s} = {np.array2string(np.asarray(out[key][-1]), precision=9)}")
     for e in sc.state_effectors:

@@ -133,7 +133,9 @@ def test_hub_constant_force_and_torque():
 def test_hub_piecewise_body_force():
     """verification.md H5: body force 3 N for t <= 3, 0 for 3 < t <= 6, -7 N for 6 < t <= 10."""
     force = js.PiecewiseConstant([3.0, 6.0], [[3.0, 0, 0], [0.0, 0, 0], [-7.0, 0, 0]])
-    sc = fx.Spacecraft(fx.Hub(100.0, np.eye(3)), dynamic_effectors=(fx.ExtForceTorque(force_B=force),))
+    sc = fx.Spacecraft(
+        fx.Hub(100.0, np.eye(3)), dynamic_effectors=(fx.ExtForceTorque(force_B=force),)
+    )
     sol = js.simulate(sc, sc.init_state(), ts=[0.0, 3.0, 6.0, 10.0], dt=0.1)
     x = np.asarray(sol.outputs["r_BN_N"])[:, 0]
     v = np.asarray(sol.outputs["v_BN_N"])[:, 0]
@@ -152,7 +154,9 @@ GG_TOL = 1e-12
 def test_gravity_gradient_torque_formula():
     earth = fx.PointMassGravity(MU_EARTH)
     gg = fx.GravityGradient(earth)
-    hub = fx.Hub(100.0, [[500.0, 10.0, -5.0], [10.0, 800.0, 3.0], [-5.0, 3.0, 350.0]], [0.1, 0.15, -0.1])
+    hub = fx.Hub(
+        100.0, [[500.0, 10.0, -5.0], [10.0, 800.0, 3.0], [-5.0, 3.0, 350.0]], [0.1, 0.15, -0.1]
+    )
     sc = fx.Spacecraft(hub, gravity=(earth,), dynamic_effectors=(gg,))
     r, v = elements_to_rv(7000e3, 1e-4, 0.58, 0.84, 6.07, 1.49)
     y = sc.init_state(r, v, [0.1, 0.2, -0.3], [0.0, 0.0, 0.0])
@@ -195,7 +199,9 @@ def _potential(x, mu, R, C, S, L):
     U = 0.0
     for l in range(L + 1):
         for m in range(l + 1):
-            U = U + (R / r) ** l * P[l][m] * (C[l, m] * jnp.cos(m * lam) + S[l, m] * jnp.sin(m * lam))
+            U = U + (R / r) ** l * P[l][m] * (
+                C[l, m] * jnp.cos(m * lam) + S[l, m] * jnp.sin(m * lam)
+            )
     return mu / r * U
 
 
@@ -230,7 +236,9 @@ def test_j2_closed_form_and_surface_gravity():
     r = math.sqrt(x * x + y * y + z * z)
     k = 1.5 * J2_EARTH * MU_EARTH * R_EARTH**2 / r**5
     pm = -MU_EARTH / r**3 * np.array([x, y, z])
-    j2 = k * np.array([x * (5 * z * z / r**2 - 1), y * (5 * z * z / r**2 - 1), z * (5 * z * z / r**2 - 3)])
+    j2 = k * np.array(
+        [x * (5 * z * z / r**2 - 1), y * (5 * z * z / r**2 - 1), z * (5 * z * z / r**2 - 3)]
+    )
     a = np.asarray(body.field(0.0, jnp.array([x, y, z])))
     np.testing.assert_allclose(a - pm, j2, rtol=J2_CLOSED_FORM_TOL * 1e3)
     np.testing.assert_allclose(a, pm + j2, rtol=J2_CLOSED_FORM_TOL)

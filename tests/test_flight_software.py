@@ -28,8 +28,12 @@ TOL_CONVERGED_OMEGA = 3e-7
 # truncation drift: measured 2.3e-10 relative over the 100 s slew; the bar leaves a factor ~4.
 TOL_MOMENTUM_REL = 1e-9
 # jaxsim vs Basilisk, same equations, same RK4 steps, same task ordering: differences are round-off
-# (measured 3e-16 on sigma_BN, 8e-17 rad/s on omega, 1.4e-13 rad/s on wheel speeds of ~40 rad/s).
+# (measured 4.2e-16 on sigma_BN, 1.4e-16 rad/s on omega, 1.7e-13 rad/s on wheel speeds of
+# ~40 rad/s, 1.4e-15 N m on the commands).
 TOL_BSK = 1e-8
+# Without the FSW call at t = 0 the first 0.1 s run with zero torque: measured 4.7e-3 off Basilisk in
+# sigma_BN (2.2 rad/s in wheel speed); anything above 1e-4 shows the ordering matters.
+MIN_NO_T0_TICK_ERR = 1e-4
 HORIZON = bsl.SCENARIO["duration"]  # [s] 100 s: 2000 RK4 steps, 1000 FSW ticks
 
 
@@ -99,7 +103,13 @@ def test_mrp_subtract_matches_dcm_product():
     sb = _random_mrps(200, 0)
     sr = _random_mrps(200, 1)
     # Near-singular pairs (sigma_RN ~ shadow of -sigma_BN: denominator ~ 0) take the shadow branch.
-    sb[:5] = [[0.9, 0.1, 0.0], [0.0, 0.95, 0.1], [0.5, 0.5, 0.6], [1.0, 0.0, 0.0], [0.0, 0.0, -0.99]]
+    sb[:5] = [
+        [0.9, 0.1, 0.0],
+        [0.0, 0.95, 0.1],
+        [0.5, 0.5, 0.6],
+        [1.0, 0.0, 0.0],
+        [0.0, 0.0, -0.99],
+    ]
     sr[:5] = -sb[:5] * 1.02
     q = jax.vmap(fx.mrp_subtract)(sb, sr)
     assert np.all(np.linalg.norm(q, axis=1) <= 1.0 + 1e-15)
@@ -121,7 +131,9 @@ def test_attitude_error_rates():
 
 def _law_numpy(K, P, Ki, lim, I, L, g, Js, guid, Om, int_prev, dt, law):
     """The documented law (module docstring / Basilisk mrpFeedback doc), written out in numpy."""
-    s, dw, wr, dwr = (np.asarray(guid[k]) for k in ("sigma_BR", "omega_BR_B", "omega_RN_B", "domega_RN_B"))
+    s, dw, wr, dwr = (
+        np.asarray(guid[k]) for k in ("sigma_BR", "omega_BR_B", "omega_RN_B", "domega_RN_B")
+    )
     w = dw + wr
     if Ki > 0:
         si = int_prev + K * dt * s
@@ -282,5 +294,12 @@ def test_slew_matches_basilisk(slew_integral):
     # the post-tick command of every tick (tick j * 0.1 s, j = 1..1000), and t = 0 is held0.
     log = np.asarray(sol.clock_logs["fsw"]["held"]["rw"]["motor_torque"])
     per_s = int(round(bsl.SCENARIO["sample_dt"] / bsl.SCENARIO["fsw_dt"]))
-    ours_u = np.vstack([np.asarray(sol.held["fsw"]["rw"]["motor_torque"][0])[None], log[per_s - 1 :: per_s]])
+    ours_u = np.vstack(
+        [np.asarray(sol.held["fsw"]["rw"]["motor_torque"][0])[None], log[per_s - 1 :: per_s]]
+    )
     np.testing.assert_allclose(ours_u, ref["u_cmd"], rtol=0.0, atol=TOL_BSK)
+    # The t0 call matters: dropping it (held command 0 over [0, 0.1]) is far outside the bar.
+    sc, fsw_late, y0 = _build(bsl.SCENARIO, tick_at_t0=False)
+    late = js.simulate(sc, y0, HORIZON, dt=bsl.SCENARIO["dyn_dt"], solver=js.RK4(),
+                       clocks=(fsw_late,), sample_dt=bsl.SCENARIO["sample_dt"])  # fmt: skip
+    assert np.abs(np.asarray(late.outputs["sigma_BN"]) - ref["sigma_BN"]).max() > MIN_NO_T0_TICK_ERR

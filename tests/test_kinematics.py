@@ -31,7 +31,9 @@ def test_mrp_principal_rotation():
     np.testing.assert_allclose(
         K.mrp_to_dcm(e * np.tan(phi / 4)), K.prv_to_dcm(phi * e), atol=ROUNDOFF
     )
-    np.testing.assert_allclose(K.euler_axis_rotation(3, phi), K.prv_to_dcm(phi * np.eye(3)[2]), atol=ROUNDOFF)
+    np.testing.assert_allclose(
+        K.euler_axis_rotation(3, phi), K.prv_to_dcm(phi * np.eye(3)[2]), atol=ROUNDOFF
+    )
 
 
 def test_shadow_set_same_attitude():

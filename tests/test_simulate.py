@@ -49,7 +49,9 @@ def test_two_spacecraft_together_equal_each_alone():
             x, ref = np.asarray(both.ys[name]["hub"][key]), np.asarray(alone.ys["hub"][key])
             err = np.abs(x - ref).max() / np.abs(ref).max()
             assert err <= SYNC_TOL, f"{name}.{key}: {err:.2e}"
-        np.testing.assert_array_equal(both.counts[name]["mrp_switches"], alone.counts["mrp_switches"])
+        np.testing.assert_array_equal(
+            both.counts[name]["mrp_switches"], alone.counts["mrp_switches"]
+        )
 
 
 def test_duplicate_names_rejected():
@@ -112,6 +114,7 @@ def test_grad_mass(grads):
 
 def test_grad_inertia(grads):
     f, args, g = grads
+
     # Perturb the symmetric inertia symmetrically: the derivative along (E_ij + E_ji) is g_ij + g_ji.
     def f_sym(p):
         return float(f(args[0], jnp.asarray(p), args[2], args[3])[1])
@@ -156,7 +159,12 @@ def test_fixed_step_solvers_match_diffrax():
     for solver in [js.Euler(), js.RK2(), js.RK4()]:
         ours = js.simulate(sc, y0, 5.0, dt=0.5, solver=solver, outputs=False)
         ref = dfx.diffeqsolve(
-            dfx.ODETerm(sc.drift), solver.to_diffrax(), 0.0, 5.0, 0.5, y0,
+            dfx.ODETerm(sc.drift),
+            solver.to_diffrax(),
+            0.0,
+            5.0,
+            0.5,
+            y0,
             stepsize_controller=dfx.ConstantStepSize(),
         )
         for key in ["r_BN_N", "omega_BN_B"]:
@@ -185,7 +193,8 @@ def test_adaptive_matches_fixed_and_switches_mrp():
     from jaxsim.kinematics import mrp_to_dcm
 
     np.testing.assert_allclose(
-        mrp_to_dcm(adapt.ys["hub"]["sigma_BN"]), mrp_to_dcm(fixed.ys["hub"]["sigma_BN"]),
+        mrp_to_dcm(adapt.ys["hub"]["sigma_BN"]),
+        mrp_to_dcm(fixed.ys["hub"]["sigma_BN"]),
         atol=ADAPTIVE_VS_FIXED_TOL,
     )
     assert np.all(np.linalg.norm(adapt.ys["hub"]["sigma_BN"], axis=-1) <= 1.0)
@@ -211,8 +220,16 @@ def test_failed_solve_raises_or_reports():
         jax.block_until_ready(js.simulate(model, model.init_state(), 3.0, dt=0.5).ys)
     sol = js.simulate(model, model.init_state(), 3.0, dt=0.5, throw=False)
     assert sol.result != dfx.RESULTS.successful
-    sol = js.simulate(model, model.init_state(), 3.0, solver=js.Tsit5(), rtol=1e-6, atol=1e-6,
-                      max_steps=200, throw=False)
+    sol = js.simulate(
+        model,
+        model.init_state(),
+        3.0,
+        solver=js.Tsit5(),
+        rtol=1e-6,
+        atol=1e-6,
+        max_steps=200,
+        throw=False,
+    )
     assert sol.result != dfx.RESULTS.successful
 
 

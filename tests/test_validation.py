@@ -18,11 +18,23 @@ I3 = np.eye(3)
         (dict(mass=np.nan, IHubPntBc_B=I3), r"Hub: `mass` must be finite \[kg\]"),
         (dict(mass=None, IHubPntBc_B=I3), r"Hub: `mass` \[kg\] is required"),
         (dict(mass=1.0, IHubPntBc_B=None), r"`IHubPntBc_B` \[kg m\^2\] is required"),
-        (dict(mass=1.0, IHubPntBc_B=[[1, 2, 0], [0, 1, 0], [0, 0, 1]]), r"`IHubPntBc_B` must be symmetric \[kg m\^2\]"),
-        (dict(mass=1.0, IHubPntBc_B=np.diag([1.0, -1.0, 1.0])), r"`IHubPntBc_B` must be positive definite"),
+        (
+            dict(mass=1.0, IHubPntBc_B=[[1, 2, 0], [0, 1, 0], [0, 0, 1]]),
+            r"`IHubPntBc_B` must be symmetric \[kg m\^2\]",
+        ),
+        (
+            dict(mass=1.0, IHubPntBc_B=np.diag([1.0, -1.0, 1.0])),
+            r"`IHubPntBc_B` must be positive definite",
+        ),
         (dict(mass=1.0, IHubPntBc_B=np.eye(2)), r"`IHubPntBc_B` must have shape \(3, 3\)"),
-        (dict(mass=1.0, IHubPntBc_B=I3, r_BcB_B=[0.0, 1.0]), r"`r_BcB_B` must have shape \(3,\) \[m\]"),
-        (dict(mass=1.0, IHubPntBc_B=I3, r_BcB_B=[0.0, np.inf, 0.0]), r"`r_BcB_B` must be finite \[m\]"),
+        (
+            dict(mass=1.0, IHubPntBc_B=I3, r_BcB_B=[0.0, 1.0]),
+            r"`r_BcB_B` must have shape \(3,\) \[m\]",
+        ),
+        (
+            dict(mass=1.0, IHubPntBc_B=I3, r_BcB_B=[0.0, np.inf, 0.0]),
+            r"`r_BcB_B` must be finite \[m\]",
+        ),
         (dict(mass="heavy", IHubPntBc_B=I3), r"`mass` must be numeric \[kg\]"),
     ],
 )
@@ -54,7 +66,9 @@ def test_gravity_validation():
         fx.SphericalHarmonicGravity(1.0, 1.0, C, dcm_PN=np.diag([1.0, 1.0, 2.0]))
     a = fx.PointMassGravity(1.0, central=True, name="a")
     b = fx.PointMassGravity(1.0, central=True, name="b")
-    with pytest.raises(ValueError, match=r"Spacecraft: `gravity` may flag at most one central body"):
+    with pytest.raises(
+        ValueError, match=r"Spacecraft: `gravity` may flag at most one central body"
+    ):
         fx.Spacecraft(fx.Hub(1.0, I3), gravity=(a, b))
 
 
@@ -72,12 +86,18 @@ def test_dynamic_effector_validation():
 def test_spacecraft_validation():
     with pytest.raises(ValueError, match=r"Spacecraft: `hub` must be a Hub"):
         fx.Spacecraft("hub")
-    with pytest.raises(ValueError, match=r"`dynamic_effectors\[0\]` must be a AbstractDynamicEffector"):
+    with pytest.raises(
+        ValueError, match=r"`dynamic_effectors\[0\]` must be a AbstractDynamicEffector"
+    ):
         fx.Spacecraft(fx.Hub(1.0, I3), dynamic_effectors=(fx.PointMassGravity(1.0),))
     sc = fx.Spacecraft(fx.Hub(1.0, I3))
-    with pytest.raises(ValueError, match=r"Spacecraft.init_state: `r_CN_N` must have shape \(3,\) \[m\]"):
+    with pytest.raises(
+        ValueError, match=r"Spacecraft.init_state: `r_CN_N` must have shape \(3,\) \[m\]"
+    ):
         sc.init_state([1.0, 2.0])
-    with pytest.raises(ValueError, match=r"Spacecraft.init_state: `omega_BN_B` must be finite \[rad/s\]"):
+    with pytest.raises(
+        ValueError, match=r"Spacecraft.init_state: `omega_BN_B` must be finite \[rad/s\]"
+    ):
         sc.init_state(omega_BN_B=[0.0, np.nan, 0.0])
     with pytest.raises(ValueError, match=r"`effector_states` has unknown effector name"):
         sc.init_state(effector_states={"wheels": {}})
@@ -90,7 +110,9 @@ def test_signal_and_system_validation():
         js.PiecewiseConstant([2.0, 1.0], [0.0, 1.0, 2.0])
     with pytest.raises(ValueError, match=r"System: `objects` must hold at least one"):
         js.System([])
-    with pytest.raises(ValueError, match=r"System: `objects\[0\]` must be an AbstractDynamicObject"):
+    with pytest.raises(
+        ValueError, match=r"System: `objects\[0\]` must be an AbstractDynamicObject"
+    ):
         js.System([1.0])
 
 

@@ -29,7 +29,9 @@ def build(name):
             dyn.append(fx.GravityGradient(gravity))
         elif eff["type"] == "extForceTorque":
             dyn.append(
-                fx.ExtForceTorque(eff["extForce_N_N"], eff["extForce_B_N"], eff["extTorquePntB_B_Nm"])
+                fx.ExtForceTorque(
+                    eff["extForce_N_N"], eff["extForce_B_N"], eff["extTorquePntB_B_Nm"]
+                )
             )
         else:
             raise AssertionError(eff["type"])
@@ -49,7 +51,11 @@ def case(request):
     spec, ref, sc = build(request.param)
     t = spec["time"]
     sol = js.simulate(
-        sc, initial_state(sc, spec), t["duration_s"], dt=t["step_s"], sample_dt=t["sample_interval_s"]
+        sc,
+        initial_state(sc, spec),
+        t["duration_s"],
+        dt=t["step_s"],
+        sample_dt=t["sample_interval_s"],
     )
     return request.param, spec, ref, sol
 
@@ -81,7 +87,10 @@ def test_logged_energy_momentum(case):
         # A reference that is identically zero (ext_force_torque: r parallel to v) is compared on the
         # scale of the quantity's magnitude m |r| |v| instead.
         m = float(ref["massSC"][0])
-        rv = np.linalg.norm(ref["r_CN_N"], axis=-1).max() * np.linalg.norm(ref["v_CN_N"], axis=-1).max()
+        rv = (
+            np.linalg.norm(ref["r_CN_N"], axis=-1).max()
+            * np.linalg.norm(ref["v_CN_N"], axis=-1).max()
+        )
         scale = np.abs(b).max() if np.abs(b).max() > 0 else m * rv
         err = np.abs(a - b).max() / scale
         assert err <= REL_TOL_ENERGY, f"{name} {key}: max error / scale {err:.3e}"

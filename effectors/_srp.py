@@ -1,0 +1,182 @@
+r"""Cannonball solar radiation pressure with cylindrical or conical shadow (Basilisk `radiationPressure`)."""
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from jaxsim._signals import AbstractSignal, evaluate
+from jaxsim._validation import as_array, check_name, check_nonnegative, check_positive
+
+from ._effector import AbstractDynamicEffector
+from ._types import ForceTorque, HubContext
+
+
+# Constants of physics/dynamic_effectors.md section 5 (Basilisk's values).
+SOLAR_FLUX_1AU = 1361.0  # W/m^2
+AU = 1.49597870693e11  # m
+SPEED_OF_LIGHT = 299792458.0  # m/s
+# Nominal solar radius [m] (IAU 2015 Resolution B3), for the conical shadow.
+R_SUN = 6.957e8
+# Earth equatorial radius [m] (the default occulting body).
+R_EARTH = 6378136.6
+
+_SHADOWS = ("none", "cylindrical", "conical")
+
+
+def _norm(v):
+    return jnp.sqrt(jnp.sum(v * v, axis=-1))
+
+
+def cylindrical_shadow_margin(r_N, r_sun_N, r_occ_N, R_occ):
+    r"""Signed distance [m] to the cylindrical shadow of a sphere: $> 0$ lit, $\le 0$ in shadow.
+
+    With $\hat{\mathbf d}$ the unit vector from the occulter to the sun and $\mathbf p = \mathbf r -
+    \mathbf r_{occ}$: on the night side ($\mathbf p\cdot\hat{\mathbf d} < 0$) the margin is
+    $\|\mathbf p_\perp\| - R$ ($\mathbf p_\perp$ the part of $\mathbf p$ normal to
+    $\hat{\mathbf d}$), on the day side it is $\|\mathbf p_\perp\|$ (positive outside the body). It
+    changes sign only on the shadow cylinder, so it is a zero-crossing condition for eclipse
+    entry (falling) and exit (rising); `shape (...)` for positions `(..., 3)`.
+    """
+    d = r_sun_N - r_occ_N
+    d_hat = d / _norm(d)[..., None]
+    p = r_N - r_occ_N
+    along = jnp.sum(p * d_hat, axis=-1)
+    perp = _norm(p - along[..., None] * d_hat)
+    return jnp.where(along < 0, perp - R_occ, perp)
+
+
+def _safe_acos(x):
+    return jnp.arccos(jnp.clip(x, -1.0, 1.0))
+
+
+def conical_illumination(r_N, r_sun_N, r_occ_N, R_occ, R_sun=R_SUN):
+    r"""Visible fraction $\nu\in[0,1]$ of the solar disc seen from `r_N` past a spherical occulter.
+
+    Apparent radii $a = \arcsin(R_\odot/\|\mathbf s\|)$, $b = \arcsin(R/\|\mathbf p\|)$ and
+    separation $c$ of the sun and occulter centres seen from the spacecraft ($\mathbf s$ to the
+    sun, $\mathbf p$ to the occulter). No overlap for $c \ge a + b$ ($\nu = 1$); umbra for
+    $c \le b - a$ ($\nu = 0$); annular for $c \le a - b$ ($\nu = 1 - b^2/a^2$); otherwise the
+    overlap of the two (flat) discs
+    $A = a^2\arccos(x/a) + b^2\arccos((c - x)/b) - c\,y$, $x = (c^2 + a^2 - b^2)/(2c)$,
+    $y = \sqrt{a^2 - x^2}$, and $\nu = 1 - A/(\pi a^2)$. Continuous in the position.
+
+    **Reference:** Montenbruck & Gill, *Satellite Orbits* (2000), sec. 3.4.2, eqs. 3.85-3.87.
+    """
+    s = r_sun_N - r_N
+    p = r_occ_N - r_N
+    ns, np_ = _norm(s), _norm(p)
+    a = jnp.arcsin(jnp.clip(R_sun / ns, 0.0, 1.0))
+    b = jnp.arcsin(jnp.clip(R_occ / np_, 0.0, 1.0))
+    c = _safe_acos(jnp.sum(s * p, axis=-1) / (ns * np_))
+    partial = (c < a + b) & (c > jnp.abs(a - b))
+    c_s = jnp.where(partial, c, 0.5 * (a + b + jnp.abs(a - b)))  # gradient-safe stand-in
+    x = (c_s**2 + a**2 - b**2) / (2.0 * c_s)
+    y = jnp.sqrt(jnp.maximum(a**2 - x**2, 0.0))
+    area = a**2 * _safe_acos(x / a) + b**2 * _safe_acos((c_s - x) / b) - c_s * y
+    nu_partial = 1.0 - area / (jnp.pi * a**2)
+    nu_annular = 1.0 - b**2 / a**2
+    nu = jnp.where(
+        c >= a + b, 1.0, jnp.where(partial, nu_partial, jnp.where(b >= a, 0.0, nu_annular))
+    )
+    return jnp.clip(nu, 0.0, 1.0)
+
+
+class CannonballSRP(AbstractDynamicEffector):
+    r"""Cannonball solar radiation pressure through point $B$:
+    $$\mathbf F_N = -\,\nu\,\frac{C_R A\,\Phi_{1AU}\,(1\,\mathrm{AU})^2}{c\,\|\mathbf s\|^3}\,\mathbf s,
+    \qquad \mathbf s = \mathbf r_{\odot/N} - \mathbf r_{B/N},\qquad \boldsymbol\tau = 0,$$
+    $\Phi_{1AU} = 1361$ W/m^2, AU $= 1.49597870693\times10^{11}$ m, $c = 299792458$ m/s; at 1 AU
+    $\|\mathbf F\| = \nu C_R A \Phi_{1AU}/c$, directed away from the sun.
+
+    **Arguments:**
+
+    - `area`: $A$ [m^2] >= 0.
+    - `C_R`: reflection coefficient [-] > 0 (default 1.2, Basilisk's).
+    - `r_sun_N`: sun position [m] in $\mathcal N$, a `(3,)` constant or a function/signal of time.
+    - `shadow`: `"none"` ($\nu = 1$), `"cylindrical"` ($\nu\in\{0,1\}$ from
+      `cylindrical_shadow_margin`) or `"conical"` (umbra/penumbra, `conical_illumination`).
+    - `R_occ`: occulting-body radius [m] > 0 (default the Earth's, 6378136.6 m).
+    - `r_occ_N`: occulting-body position [m] in $\mathcal N$, constant or function of time
+      (default the origin).
+    - `R_sun`: solar radius [m] > 0 for the conical model (default 6.957e8 m).
+    - `name`: unique effector name.
+
+    **Outputs:** `force_N` [N] and `nu` [-].
+
+    **Assumptions and limitations:** the hub position is taken **absolute** (`ctx.r_BN_N +
+    ctx.r_origin_N`), so sun and occulter positions are given in the inertial frame's origin, not
+    relative to a central body (this avoids the position trap of `physics/dynamic_effectors.md`
+    sec. 3; with the central body at the origin it equals Basilisk's formula); no attitude
+    dependence (no faceted model, no torque); one spherical occulter, no atmosphere refraction; the
+    cylindrical model is a step in $\nu$ (not differentiable across the shadow boundary: use the
+    conical model or events for gradients); light-time and aberration neglected.
+
+    **Reference:** Basilisk `radiationPressure.cpp` (`physics/dynamic_effectors.md` sec. 5);
+    Montenbruck & Gill, *Satellite Orbits* (2000), secs. 3.4.1-3.4.2.
+    """
+
+    area: Float[Array, ""]
+    C_R: Float[Array, ""]
+    r_sun_N: object
+    R_occ: Float[Array, ""]
+    r_occ_N: object
+    R_sun: Float[Array, ""]
+    shadow: str = eqx.field(static=True)
+    name: str = eqx.field(static=True)
+
+    def __init__(
+        self,
+        area,
+        r_sun_N,
+        C_R=1.2,
+        *,
+        shadow="none",
+        R_occ=R_EARTH,
+        r_occ_N=None,
+        R_sun=R_SUN,
+        name="srp",
+    ):
+        cls = "CannonballSRP"
+        self.area = check_nonnegative(cls, "area", as_array(cls, "area", area, "m^2", ()), "m^2")
+        self.C_R = check_positive(cls, "C_R", as_array(cls, "C_R", C_R, "-", ()), "-")
+        self.r_sun_N = _position(cls, "r_sun_N", r_sun_N)
+        if shadow not in _SHADOWS:
+            raise ValueError(f"{cls}: `shadow` must be one of {_SHADOWS}; got {shadow!r}.")
+        self.shadow = shadow
+        self.R_occ = check_positive(cls, "R_occ", as_array(cls, "R_occ", R_occ, "m", ()), "m")
+        self.r_occ_N = jnp.zeros(3) if r_occ_N is None else _position(cls, "r_occ_N", r_occ_N)
+        self.R_sun = check_positive(cls, "R_sun", as_array(cls, "R_sun", R_sun, "m", ()), "m")
+        self.name = check_name(cls, "name", name)
+
+    def illumination(self, t, r_N):
+        """$\\nu$ [-] at absolute position `r_N` [m] and time `t` [s]."""
+        r_sun = evaluate(self.r_sun_N, t)
+        r_occ = evaluate(self.r_occ_N, t)
+        if self.shadow == "cylindrical":
+            margin = cylindrical_shadow_margin(r_N, r_sun, r_occ, self.R_occ)
+            return jnp.where(margin > 0, 1.0, 0.0)
+        if self.shadow == "conical":
+            return conical_illumination(r_N, r_sun, r_occ, self.R_occ, self.R_sun)
+        return jnp.ones(jnp.shape(r_N)[:-1])
+
+    def _force(self, ctx: HubContext):
+        r_N = ctx.r_BN_N + ctx.r_origin_N
+        s = evaluate(self.r_sun_N, ctx.t) - r_N
+        ns = _norm(s)
+        nu = self.illumination(ctx.t, r_N)
+        k = self.C_R * self.area * SOLAR_FLUX_1AU * AU**2 / SPEED_OF_LIGHT
+        return -nu * k / ns**3 * s, nu
+
+    def force_torque(self, ctx: HubContext) -> ForceTorque:
+        F_N, _ = self._force(ctx)
+        return ForceTorque(F_N, jnp.zeros(3), jnp.zeros(3))
+
+    def outputs(self, ctx: HubContext) -> dict:
+        F_N, nu = self._force(ctx)
+        return {"force_N": F_N, "nu": nu}
+
+
+def _position(cls, arg, value):
+    if isinstance(value, AbstractSignal) or callable(value):
+        return value
+    return as_array(cls, arg, value, "m", (3,))
