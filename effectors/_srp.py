@@ -33,16 +33,17 @@ def cylindrical_shadow_margin(r_N, r_sun_N, r_occ_N, R_occ):
     With $\hat{\mathbf d}$ the unit vector from the occulter to the sun and $\mathbf p = \mathbf r -
     \mathbf r_{occ}$: on the night side ($\mathbf p\cdot\hat{\mathbf d} < 0$) the margin is
     $\|\mathbf p_\perp\| - R$ ($\mathbf p_\perp$ the part of $\mathbf p$ normal to
-    $\hat{\mathbf d}$), on the day side it is $\|\mathbf p_\perp\|$ (positive outside the body). It
-    changes sign only on the shadow cylinder, so it is a zero-crossing condition for eclipse
-    entry (falling) and exit (rising); `shape (...)` for positions `(..., 3)`.
+    $\hat{\mathbf d}$), on the day side it is $\|\mathbf p\| - R$ (the altitude, positive outside
+    the body). Both agree on the terminator plane, so the margin is continuous; outside the body
+    it changes sign only on the shadow cylinder, so it is a zero-crossing condition for eclipse
+    entry (falling) and exit (rising); shape `(...)` for positions `(..., 3)`.
     """
     d = r_sun_N - r_occ_N
     d_hat = d / _norm(d)[..., None]
     p = r_N - r_occ_N
     along = jnp.sum(p * d_hat, axis=-1)
     perp = _norm(p - along[..., None] * d_hat)
-    return jnp.where(along < 0, perp - R_occ, perp)
+    return jnp.where(along < 0, perp, _norm(p)) - R_occ
 
 
 def _safe_acos(x):
@@ -60,6 +61,11 @@ def conical_illumination(r_N, r_sun_N, r_occ_N, R_occ, R_sun=R_SUN):
     $A = a^2\arccos(x/a) + b^2\arccos((c - x)/b) - c\,y$, $x = (c^2 + a^2 - b^2)/(2c)$,
     $y = \sqrt{a^2 - x^2}$, and $\nu = 1 - A/(\pi a^2)$. Continuous in the position.
 
+    **Assumptions and limitations:** flat apparent discs (small-angle overlap geometry, as in the
+    reference); $\nu$ carries ~1e-10 absolute round-off in the penumbra (the lens-area formula
+    cancels terms of size $b^2$ down to $a^2$); gradients are finite everywhere, including on the
+    sun-occulter axis ($c$ from `atan2`), and zero in full sun and in the umbra.
+
     **Reference:** Montenbruck & Gill, *Satellite Orbits* (2000), sec. 3.4.2, eqs. 3.85-3.87.
     """
     s = r_sun_N - r_N
@@ -67,7 +73,11 @@ def conical_illumination(r_N, r_sun_N, r_occ_N, R_occ, R_sun=R_SUN):
     ns, np_ = _norm(s), _norm(p)
     a = jnp.arcsin(jnp.clip(R_sun / ns, 0.0, 1.0))
     b = jnp.arcsin(jnp.clip(R_occ / np_, 0.0, 1.0))
-    c = _safe_acos(jnp.sum(s * p, axis=-1) / (ns * np_))
+    # Separation by atan2 (finite gradients on the sun-occulter axis, where arccos' is infinite).
+    cr2 = jnp.sum(jnp.cross(s, p) ** 2, axis=-1)
+    off_axis = cr2 > 0
+    sin_c = jnp.where(off_axis, jnp.sqrt(jnp.where(off_axis, cr2, 1.0)), 0.0)
+    c = jnp.arctan2(sin_c, jnp.sum(s * p, axis=-1))
     partial = (c < a + b) & (c > jnp.abs(a - b))
     c_s = jnp.where(partial, c, 0.5 * (a + b + jnp.abs(a - b)))  # gradient-safe stand-in
     x = (c_s**2 + a**2 - b**2) / (2.0 * c_s)

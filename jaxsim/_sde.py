@@ -41,7 +41,6 @@ from jax.flatten_util import ravel_pytree
 
 from ._sde_solvers import AbstractSDESolver, ShARK, milstein_jvps
 from ._solvers import StepMappedSolver
-from ._step_context import step_interval
 
 
 # Same grid tolerance as the ODE driver (see `_simulate._GRID_RTOL`).
@@ -384,64 +383,25 @@ class _SDEConfig:
 
 @eqx.filter_jit
 def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
-    from ._simulate import Solution, _all_finite, _derived, _zeros_counts
+    from ._simulate import Solution, _derived, check_finite, scan_grid
 
-    seg = np.asarray(config.seg)
-    length = int(seg.max()) if seg.size else 0
-    uniform = bool(np.all(seg[1:] == length)) and seg[0] in (0, length)
-    counts0 = _zeros_counts(model, y0)
-    dt, t0 = config.dt, config.t0
+    dt = config.dt
+    length = int(np.max(config.seg)) if len(config.seg) else 0
 
-    def one_step(carry, xs):
-        active, pre = xs
-        n, y, counts = carry
-        t = t0 + n * dt
+    def advance(n, t, y, pre):
         dW, dZ = noise.increments(n, t, dt) if pre is None else pre
-        with step_interval(t, t + dt):  # held inputs keep one value over the step's stages
-            y1 = solver.step(model.drift, model.diffusion, t, y, dt, dW, dZ, args)
-        y1, c = model.step_map(t + dt, y1)
-        counts1 = jtu.tree_map(lambda a, b: a + b.astype(a.dtype), counts, c)
-        if active is not None:
-            y1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), y1, y)
-            counts1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), counts1, counts)
-            n1 = n + active.astype(n.dtype)
-        else:
-            n1 = n + 1
-        return (n1, y1, counts1), None
+        return solver.step(model.drift, model.diffusion, t, y, dt, dW, dZ, args)
 
     # Key mode: draw a segment's increments at once (the same per-step keys, vectorised over the
     # steps instead of one small draw per sequential step: ~3x faster under vmap on CPU); bounded so
     # that a long segment under a large vmap does not hold too many increments in memory.
     blocked = isinstance(noise, _KeyNoise) and length <= _MAX_BLOCK
-
-    def segment(carry, seg_len):
-        pre = noise.block(carry[0], length, dt) if blocked else None
-        if uniform:
-            carry, _ = jax.lax.scan(lambda c, p: one_step(c, (None, p)), carry, pre, length=length)
-        else:
-            active = jnp.arange(length) < seg_len
-            carry, _ = jax.lax.scan(one_step, carry, (active, pre))
-        return carry, (carry[1], carry[2])
-
-    if config.checkpoint:
-        segment = jax.checkpoint(segment)
-    carry0 = (jnp.asarray(0, jnp.int64), y0, counts0)
-    seg_arr = jnp.asarray(seg)
-    if uniform and seg[0] == 0:
-        first = (y0, counts0)
-        _, (ys, counts) = jax.lax.scan(segment, carry0, seg_arr[1:])
-        ys, counts = jtu.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, (ys, counts))
-    else:
-        _, (ys, counts) = jax.lax.scan(segment, carry0, seg_arr)
-    ok = _all_finite(ys)
-    result = dfx.RESULTS.where(ok, dfx.RESULTS.successful, dfx.RESULTS.nonfinite)
-    if config.throw:
-        ys = eqx.error_if(
-            ys,
-            ~ok,
-            "simulate: the state became non-finite (NaN/inf) during the SDE solve; check "
-            "parameters and step size, or pass throw=False to inspect `Solution.result`.",
-        )
+    per_segment = (lambda n0, length: noise.block(n0, length, dt)) if blocked else None
+    ys, counts = scan_grid(
+        model, y0, config.seg, dt, config.t0, config.checkpoint, advance, per_segment
+    )
+    ys, result = check_finite(ys, config.throw, "SDE")
+    seg = np.asarray(config.seg)
     n_steps = int(seg.sum())
     stats = {
         "num_steps": n_steps,

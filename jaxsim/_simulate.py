@@ -341,19 +341,29 @@ def _merge(a, b):
     return a
 
 
-@eqx.filter_jit
-def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
-    seg = np.asarray(config.seg)
+def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
+    """The fixed-step driver's loop, shared by the ODE and SDE paths.
+
+    Runs `seg[k]` steps of size `dt` between consecutive samples (nested `lax.scan`: outer over sample
+    intervals, inner over steps; time from the integer step index), applying `model.step_map` after
+    every step and accumulating its counters. `advance(n, t, y, extra) -> y1` takes one step from
+    step index `n` at time `t`; `per_segment(n0, length)` optionally precomputes per-step `extra`
+    inputs of a whole interval (stacked along the first axis). Each interval is checkpointed for
+    reverse mode when `checkpoint` is set.
+
+    **Returns:** `(ys, counts)` at the samples.
+    """
+    seg = np.asarray(seg)
     length = int(seg.max()) if seg.size else 0
     uniform = bool(np.all(seg[1:] == length)) and seg[0] in (0, length)
     counts0 = _zeros_counts(model, y0)
-    dt, t0 = config.dt, config.t0
 
-    def one_step(carry, active):
+    def one_step(carry, xs):
+        active, extra = xs
         n, y, counts = carry
         t = t0 + n * dt
-        with step_interval(t, t + dt):
-            y1 = solver.step(model.drift, t, y, dt, args)
+        with step_interval(t, t + dt):  # held inputs keep one value over the step's stages
+            y1 = advance(n, t, y, extra)
         y1, c = model.step_map(t + dt, y1)
         counts1 = jtu.tree_map(lambda a, b: a + b.astype(a.dtype), counts, c)
         if active is not None:
@@ -365,14 +375,17 @@ def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
         return (n1, y1, counts1), None
 
     def segment(carry, seg_len):
+        extra = None if per_segment is None else per_segment(carry[0], length)
         if uniform:
-            carry, _ = jax.lax.scan(lambda c, _: one_step(c, None), carry, None, length=length)
+            carry, _ = jax.lax.scan(
+                lambda c, e: one_step(c, (None, e)), carry, extra, length=length
+            )
         else:
             active = jnp.arange(length) < seg_len
-            carry, _ = jax.lax.scan(one_step, carry, active)
+            carry, _ = jax.lax.scan(one_step, carry, (active, extra))
         return carry, (carry[1], carry[2])
 
-    if config.checkpoint:
+    if checkpoint:
         segment = jax.checkpoint(segment)
     carry0 = (jnp.asarray(0, jnp.int64), y0, counts0)
     seg_arr = jnp.asarray(seg)
@@ -383,16 +396,29 @@ def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
         ys, counts = jtu.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, (ys, counts))
     else:
         _, (ys, counts) = jax.lax.scan(segment, carry0, seg_arr)
+    return ys, counts
+
+
+def check_finite(ys, throw: bool, what: str):
+    """`(ys, result)`: `RESULTS.nonfinite` if a state is NaN/inf; raises at run time if `throw`."""
     ok = _all_finite(ys)
     result = dfx.RESULTS.where(ok, dfx.RESULTS.successful, dfx.RESULTS.nonfinite)
-    if config.throw:
+    if throw:
         ys = eqx.error_if(
             ys,
             ~ok,
-            "simulate: the state became non-finite (NaN/inf) during the fixed-step solve; "
-            "check parameters and step size, or pass throw=False to inspect `Solution.result`.",
+            f"simulate: the state became non-finite (NaN/inf) during the {what} solve; check "
+            "parameters and step size, or pass throw=False to inspect `Solution.result`.",
         )
-    n_steps = int(seg.sum())
+    return ys, result
+
+
+@eqx.filter_jit
+def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
+    advance = lambda n, t, y, extra: solver.step(model.drift, t, y, config.dt, args)
+    ys, counts = scan_grid(model, y0, config.seg, config.dt, config.t0, config.checkpoint, advance)
+    ys, result = check_finite(ys, config.throw, "fixed-step")
+    n_steps = int(np.sum(config.seg))
     stats = {
         "num_steps": n_steps,
         "num_rhs": n_steps * solver.num_stages,

@@ -68,7 +68,9 @@ def as_array(
                 f"{cls}: `{arg}` must have shape {want}{_unit(unit)}; "
                 f"got shape {tuple(arr.shape)} (value {_fmt(arr)})."
             )
-    if is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
+    # Checks use numpy on concrete values: jnp ops inside a `jit` trace return tracers even on
+    # constants, and a model may be built inside a traced function.
+    if is_concrete(arr) and not np.all(np.isfinite(np.asarray(arr))):
         fail(cls, arg, "must be finite", unit, arr)
     return arr
 
@@ -76,7 +78,8 @@ def as_array(
 def check_positive(cls: str, arg: str, arr, unit: str, *, allow_zero: bool = False):
     if arr is None or not is_concrete(arr):
         return arr
-    bad = jnp.any(arr < 0) if allow_zero else jnp.any(arr <= 0)
+    a = np.asarray(arr)
+    bad = np.any(a < 0) if allow_zero else np.any(a <= 0)
     if bool(bad):
         fail(cls, arg, "must be >= 0" if allow_zero else "must be > 0", unit, arr)
     return arr
@@ -90,8 +93,8 @@ def check_unit_vectors(cls: str, arg: str, arr, tol: float = 1e-9):
     """Rows (or the single vector) must have unit norm to `tol`."""
     if arr is None or not is_concrete(arr):
         return arr
-    norms = jnp.linalg.norm(arr, axis=-1)
-    if bool(jnp.any(jnp.abs(norms - 1.0) > tol)):
+    norms = np.linalg.norm(np.asarray(arr), axis=-1)
+    if bool(np.any(np.abs(norms - 1.0) > tol)):
         fail(cls, arg, f"must be unit vector(s) (norm 1 to {tol:g}; norms {_fmt(norms)})", "-", arr)
     return arr
 
