@@ -1,4 +1,5 @@
-r"""Cannonball atmospheric drag with an optional stochastic density correction (Basilisk `dragDynamicEffector`)."""
+r"""Cannonball atmospheric drag with optional stochastic density and drag-coefficient corrections
+(Basilisk `dragDynamicEffector`)."""
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -32,7 +33,8 @@ class Drag(AbstractDynamicEffector):
     $$\mathbf F_B = -\tfrac12 C_D A\,\rho\,\|\mathbf v_B\|^2\hat{\mathbf v}_B,\qquad
     \mathbf v_B = [BN]\,\mathbf v_{B/N},\qquad \boldsymbol\tau_B = \mathbf r_{cp/B}\times\mathbf F_B,$$
     zero when $\|\mathbf v_B\| \le 10^{-12}$ m/s. The density is the atmosphere's at the hub position,
-    optionally corrected by a noise state $\delta$: $\rho = \max(0, \rho_{atm}(1 + \delta))$.
+    optionally corrected by a noise state $\delta$: $\rho = \max(0, \rho_{atm}(1 + \delta))$; the drag
+    coefficient likewise by a noise state $\epsilon$: $C_D^{eff} = \max(0, C_D(1 + \epsilon))$.
 
     **Arguments:**
 
@@ -44,6 +46,8 @@ class Drag(AbstractDynamicEffector):
     - `density_correction`: name of a state effector of the same spacecraft (e.g. a
       `MeanRevertingNoise` or `GeometricBrownianMotion`) whose state entry `density_correction_index`
       is $\delta$ (Basilisk `densityCorrectionStateName`); default none.
+    - `cd_correction`, `cd_correction_index`: the same for a drag-coefficient correction $\epsilon$
+      (e.g. an independent `MeanRevertingNoise` state); default none.
     - `name`: unique effector name.
 
     **Coupling design:** a dynamic effector has no state; `Spacecraft.context` passes the whole
@@ -65,6 +69,8 @@ class Drag(AbstractDynamicEffector):
     r_cp_B: Float[Array, "3"]
     density_correction: str | None = eqx.field(static=True)
     density_correction_index: int = eqx.field(static=True)
+    cd_correction: str | None = eqx.field(static=True)
+    cd_correction_index: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
     def __init__(
@@ -76,6 +82,8 @@ class Drag(AbstractDynamicEffector):
         *,
         density_correction=None,
         density_correction_index: int = 0,
+        cd_correction=None,
+        cd_correction_index: int = 0,
         name: str = "drag",
     ):
         cls = "Drag"
@@ -87,20 +95,24 @@ class Drag(AbstractDynamicEffector):
         self.Cd = check_positive(cls, "Cd", as_array(cls, "Cd", Cd, "-", ()), "-")
         self.area = check_nonnegative(cls, "area", as_array(cls, "area", area, "m^2", ()), "m^2")
         self.r_cp_B = jnp.zeros(3) if r_cp_B is None else as_array(cls, "r_cp_B", r_cp_B, "m", (3,))
-        if density_correction is not None:
-            check_name(cls, "density_correction", density_correction)
-        if not isinstance(density_correction_index, int) or density_correction_index < 0:
-            raise ValueError(
-                f"{cls}: `density_correction_index` must be an integer >= 0; "
-                f"got {density_correction_index!r}."
-            )
+        for arg, state, index in [
+            ("density_correction", density_correction, density_correction_index),
+            ("cd_correction", cd_correction, cd_correction_index),
+        ]:
+            if state is not None:
+                check_name(cls, arg, state)
+            if not isinstance(index, int) or index < 0:
+                raise ValueError(f"{cls}: `{arg}_index` must be an integer >= 0; got {index!r}.")
         self.density_correction = density_correction
         self.density_correction_index = density_correction_index
+        self.cd_correction = cd_correction
+        self.cd_correction_index = cd_correction_index
         self.name = check_name(cls, "name", name)
 
     @property
     def reads_states(self) -> tuple[str, ...]:
-        return () if self.density_correction is None else (self.density_correction,)
+        names = (self.density_correction, self.cd_correction)
+        return tuple(dict.fromkeys(n for n in names if n is not None))
 
     def density(self, ctx: HubContext):
         """Corrected density [kg/m^3] at the hub position."""
@@ -110,14 +122,33 @@ class Drag(AbstractDynamicEffector):
             rho = jnp.maximum(0.0, rho * (1.0 + delta))
         return rho
 
+    def drag_coefficient(self, ctx: HubContext):
+        """Corrected drag coefficient [-]."""
+        if self.cd_correction is None:
+            return self.Cd
+        eps = read_state(ctx, "Drag", self.cd_correction)[self.cd_correction_index]
+        return jnp.maximum(0.0, self.Cd * (1.0 + eps))
+
     def force_torque(self, ctx: HubContext) -> ForceTorque:
         v_B = mv3(ctx.dcm_BN, ctx.v_BN_N)
         v2 = dot3(v_B, v_B)
         moving = v2 > _MIN_SPEED**2
         speed = jnp.sqrt(jnp.where(moving, v2, 1.0))  # gradient-safe at v = 0
-        F_B = jnp.where(moving, -0.5 * self.Cd * self.area * self.density(ctx) * speed, 0.0) * v_B
+        F_B = (
+            jnp.where(
+                moving,
+                -0.5 * self.drag_coefficient(ctx) * self.area * self.density(ctx) * speed,
+                0.0,
+            )
+            * v_B
+        )
         return ForceTorque(jnp.zeros(3), F_B, cross3(self.r_cp_B, F_B))
 
     def outputs(self, ctx: HubContext) -> dict:
         ft = self.force_torque(ctx)
-        return {"density": self.density(ctx), "force_B": ft.force_B, "torque_B": ft.torque_B}
+        return {
+            "density": self.density(ctx),
+            "Cd": self.drag_coefficient(ctx),
+            "force_B": ft.force_B,
+            "torque_B": ft.torque_B,
+        }

@@ -181,6 +181,31 @@ def test_drag_force_formula(delta):
     np.testing.assert_array_equal(ft.force_N, 0.0)
 
 
+@pytest.mark.parametrize("delta, eps", [(0.2, -0.1), (0.0, 0.4), (0.1, -1.3)])
+def test_drag_coefficient_correction(delta, eps):
+    """Cd_eff = max(0, Cd (1 + eps)) from a second, independent OU state; density as before."""
+    atmo = fx.ExponentialAtmosphere(RHO0, H_SCALE, R_EARTH)
+    drag = fx.Drag(atmo, 2.2, 1.5, density_correction="rho_noise", cd_correction="cd_noise")
+    rho_noise = fx.MeanRevertingNoise(tau=108.0, sigma=0.15, x0=delta, name="rho_noise")
+    cd_noise = fx.MeanRevertingNoise(tau=50.0, sigma=0.05, x0=eps, name="cd_noise")
+    sc = fx.Spacecraft(fx.Hub(750.0, jnp.diag(jnp.array([900.0, 800.0, 600.0]))),
+                       state_effectors=(rho_noise, cd_noise), dynamic_effectors=(drag,))  # fmt: skip
+    assert sc.noise_dim == 2 and drag.reads_states == ("rho_noise", "cd_noise")
+    r_N = jnp.array([R_EARTH + 300e3, 1000.0, -2000.0])
+    v_N = jnp.array([10.0, 7700.0, 100.0])
+    y = sc.init_state(r_N, v_N)
+    out = drag.outputs(sc.context(0.0, y, None))
+    h = np.linalg.norm(np.asarray(y["hub"]["r_BN_N"])) - R_EARTH
+    rho = max(0.0, RHO0 * np.exp(-h / H_SCALE) * (1 + delta))
+    cd = max(0.0, 2.2 * (1 + eps))
+    np.testing.assert_allclose(out["Cd"], cd, rtol=FORMULA_RTOL)
+    v = np.asarray(y["hub"]["v_BN_N"])
+    np.testing.assert_allclose(np.linalg.norm(out["force_B"]), 0.5 * cd * 1.5 * rho * v @ v,
+                               rtol=FORMULA_RTOL, atol=1e-300)  # fmt: skip
+    with pytest.raises(ValueError, match="cd_correction_index"):
+        fx.Drag(atmo, 2.2, 1.5, cd_correction="cd_noise", cd_correction_index=-2)
+
+
 def test_drag_enters_hub_acceleration():
     """No gravity, CoM at B: dv/dt = [NB] F_B / m."""
     sc, drag, y = _drag_spacecraft(0.2, r_cp_B=(0.0, 0.0, 0.0))
