@@ -1,9 +1,16 @@
 r"""Scheduled, time-dependent inputs (commands) evaluated inside the drift.
 
-A signal is a pure function of time. At a discontinuity $t_i$ a signal takes its **left limit**:
-the value on $(t_{i-1}, t_i]$ is $v_{i-1}$. Hence a fixed-step RK stage at the end of a step that ends
-on $t_i$ still sees the value held over that step (Basilisk's zero-order hold: a command set at $t_k$
-acts on $[t_k, t_{k+1}]$), and an adaptive solver gets $t_i$ as a `jump_ts` breakpoint.
+A signal is a pure function of time. Two conventions at a discontinuity $t_i$:
+
+- `PiecewiseConstant` takes the **left limit** (the value on $(t_{i-1}, t_i]$ is $v_{i-1}$) and reads
+  `held_time(t)` (`jaxsim._step_context`): inside a step of the fixed-step driver that is the step's
+  midpoint, so every RK stage of a step sees the value held over it (Basilisk's zero-order hold: a
+  command set at $t_k$ acts on $[t_k, t_{k+1}]$) when the switch times lie on the step grid; with an
+  adaptive solver the switch times are `jump_ts` breakpoints.
+- `Step`, `Ramp`, `PiecewiseTable`, `SquareWave`, `TriangleWave` are **right-continuous** (bdsim's
+  convention). Given to `simulate(..., discontinuities=...)` their times become segment boundaries of
+  the hybrid driver, which evaluates the drift one ulp inside each segment, so both conventions give
+  the left limit before an edge and the right limit after it.
 """
 
 import equinox as eqx
