@@ -7,6 +7,7 @@ drift of an undamped run), not to the error of a quadrature of sampled power.
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 import effectors as fx
 import jaxsim as js
@@ -65,3 +66,37 @@ def assert_grad_matches_fd(f, p0, rel_step, rel_tol, names=None):
             label = (names[j] if names else j, i, g, fd)
             assert abs(fd) > 1e-8, label  # a non-trivial dependence
             assert abs(g - fd) <= rel_tol * abs(fd), label
+
+
+def drift(x):
+    """Max |x - x0| / max |x0| (componentwise) over the samples."""
+    x = np.asarray(x)
+    return np.abs(x - x[0]).max() / np.abs(x[0]).max()
+
+
+def vec_drift(x):
+    """Max ||x - x0|| / ||x0|| over the samples of a vector quantity."""
+    x = np.asarray(x)
+    return np.linalg.norm(x - x[0], axis=-1).max() / np.linalg.norm(x[0])
+
+
+# A hub so heavy that it does not move: the effector oscillates as on a fixed base.
+HEAVY_HUB = dict(
+    mu=0.0,
+    hub_mass=1e12,
+    hub_inertia=((1e12, 0, 0), (0, 1e12, 0), (0, 0, 1e12)),
+    omega0=(0.0, 0.0, 0.0),
+    v0=(0.0, 0.0, 0.0),
+)
+
+
+def assert_damped_energy_balance(out, min_fraction, tol_dissipation, tol_conserved):
+    """E + W = E(0) with W the dissipated work (more than `min_fraction` of E(0)); dampers are
+    internal, so orbital energy and rotational angular momentum stay conserved."""
+    E = np.asarray(out["totRotEnergy"])
+    W = np.asarray(out["W"])
+    assert W[-1] > min_fraction * E[0]
+    residual = np.abs(E + W - E[0]).max()
+    assert residual <= tol_dissipation * W[-1], residual / W[-1]
+    assert drift(out["totOrbEnergy"]) <= tol_conserved
+    assert vec_drift(out["totRotAngMomPntC_N"]) <= tol_conserved

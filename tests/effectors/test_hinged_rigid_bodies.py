@@ -9,7 +9,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from tests.effectors._support import WithDissipatedWork, assert_grad_matches_fd
+from tests.effectors._support import WithDissipatedWork, assert_grad_matches_fd, drift
 from tests.helpers import hub_from_spec, initial_state, load_reference
 
 
@@ -190,11 +190,6 @@ def tracked_scenario(
     y0 = model.init_state(sc.init_state(R_CN_N0, v0, [0.0, 0.0, 0.0], omega0))
     sol = js.simulate(model, y0, T_END, dt=DT, sample_dt=SAMPLE_DT)
     return panels, sol
-
-
-def drift(x):
-    x = np.asarray(x)
-    return np.abs(x - x[0]).max() / np.abs(x[0]).max()
 
 
 @pytest.mark.parametrize("mu", [0.0, MU_EARTH], ids=["free_space", "orbit"])
