@@ -5,8 +5,9 @@ Two drivers, one semantics:
 - **fixed step** (`Euler`, `RK2`, `RK4`): a nested `lax.scan` (outer over sample intervals, inner over
   steps), time computed from an integer step index (no drift, as Basilisk's integer-nanosecond
   clock), the object's `step_map` applied after every step. Reverse-mode memory is bounded by
-  checkpointing each sample interval (`checkpoint=True`, the default): only the states at sample
-  times are stored, and the steps of one interval are recomputed in the backward pass.
+  checkpointing (`checkpoint=True`, the default): the backward pass stores the states at the sample
+  times and at block boundaries (blocks of about sqrt(n) of an interval's n steps) and recomputes
+  one block at a time, so memory grows as sqrt(steps), at the price of one extra forward pass.
 - **adaptive** (`Tsit5`, `Dopri5`, `Dopri8`, or any diffrax solver): `diffrax.diffeqsolve` with a PID
   controller (`rtol`, `atol`), the object's breakpoints as `jump_ts`, outputs at `SaveAt(ts=...)`
   points (they do not cut steps), and the step map applied after every accepted step.
@@ -341,6 +342,25 @@ def _merge(a, b):
     return a
 
 
+# Sample intervals of at least this many steps are checkpointed in blocks of about sqrt(steps)
+# steps; shorter ones as a whole (their residuals are small).
+_MIN_BLOCKED_STEPS = 64
+
+
+def _checkpoint_blocks(length: int):
+    """`(number, size)` of the checkpoint blocks of an interval of `length` steps, or None.
+
+    The size is a divisor of `length` within a factor 2 of sqrt(length) when there is one (no
+    padding); otherwise ceil(sqrt(length)), the last block padded with masked steps.
+    """
+    if length < _MIN_BLOCKED_STEPS:
+        return None
+    root = int(np.sqrt(length))
+    divisors = [k for k in range(max(root // 2, 1), 2 * root + 1) if length % k == 0]
+    size = min(divisors, key=lambda k: abs(k - root)) if divisors else root + 1
+    return -(-length // size), size
+
+
 def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
     """The fixed-step driver's loop, shared by the ODE and SDE paths.
 
@@ -348,8 +368,10 @@ def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
     intervals, inner over steps; time from the integer step index), applying `model.step_map` after
     every step and accumulating its counters. `advance(n, t, y, extra) -> y1` takes one step from
     step index `n` at time `t`; `per_segment(n0, length)` optionally precomputes per-step `extra`
-    inputs of a whole interval (stacked along the first axis). Each interval is checkpointed for
-    reverse mode when `checkpoint` is set.
+    inputs of a whole interval (stacked along the first axis). With `checkpoint`, reverse mode
+    stores the states at the samples and at block boundaries only (blocks of about sqrt(steps of
+    the interval) steps, each recomputed once in the backward pass), so its memory grows as
+    O(samples + sqrt(steps)) states plus one block's residuals, not with the number of steps.
 
     **Returns:** `(ys, counts)` at the samples.
     """
@@ -374,18 +396,37 @@ def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
             n1 = n + 1
         return (n1, y1, counts1), None
 
+    blocks = _checkpoint_blocks(length) if checkpoint else None
+
+    def steps(carry, active, extra, n):
+        if active is None:
+            return jax.lax.scan(lambda c, e: one_step(c, (None, e)), carry, extra, length=n)[0]
+        return jax.lax.scan(one_step, carry, (active, extra))[0]
+
     def segment(carry, seg_len):
         extra = None if per_segment is None else per_segment(carry[0], length)
-        if uniform:
-            carry, _ = jax.lax.scan(
-                lambda c, e: one_step(c, (None, e)), carry, extra, length=length
-            )
+        if blocks is None:
+            active = None if uniform else jnp.arange(length) < seg_len
+            carry = steps(carry, active, extra, length)
         else:
-            active = jnp.arange(length) < seg_len
-            carry, _ = jax.lax.scan(one_step, carry, (active, extra))
+            # Two-level checkpointing: the backward pass stores one carry per block and the
+            # residuals of one block of `size` steps at a time (memory O(n/size + size) steps).
+            num, size = blocks
+            pad = num * size - length
+            active = None
+            if pad or not uniform:
+                active = (jnp.arange(num * size) < seg_len).reshape(num, size)
+            extra = jtu.tree_map(
+                lambda e: jnp.pad(e, [(0, pad)] + [(0, 0)] * (e.ndim - 1)).reshape(
+                    (num, size) + e.shape[1:]
+                ),
+                extra,
+            )
+            block = jax.checkpoint(lambda c, xs: (steps(c, xs[0], xs[1], size), None))
+            carry, _ = jax.lax.scan(block, carry, (active, extra), length=num)
         return carry, (carry[1], carry[2])
 
-    if checkpoint:
+    if checkpoint and blocks is None:
         segment = jax.checkpoint(segment)
     carry0 = (jnp.asarray(0, jnp.int64), y0, counts0)
     seg_arr = jnp.asarray(seg)
