@@ -307,6 +307,7 @@ def simulate_hybrid(
     root_finder=None,
     outputs=True,
     throw=True,
+    adjoint=None,
 ) -> HybridSolution:
     """Entry point used by `simulate` (arguments already validated there, `ts` concrete)."""
     models = tuple(clocks)
@@ -398,7 +399,7 @@ def simulate_hybrid(
         jnp.asarray(ts_np),
         dsolver,
         root_finder,
-        _Static(plan, config),
+        _Static(plan, config, adjoint),
         _numbers(dt, rtol, atol, dtmax, event_tol),
     )
 
@@ -423,6 +424,7 @@ def _pid(num, cfg):
 class _Static(eqx.Module):
     plan: Any = eqx.field(static=True)
     config: Any = eqx.field(static=True)
+    adjoint: Any = eqx.field(static=True, default=None)
 
 
 def _sign(x):
@@ -569,6 +571,7 @@ def _run(model, models, events, y0, args, held0, disc, ts, dsolver, root_finder,
             max_steps=cfg.max_steps,
             throw=False,
             controller_state=cstate if cfg.adaptive else None,
+            **({} if static.adjoint is None else {"adjoint": static.adjoint}),
         )
         y_end = jtu.tree_map(lambda u: u[0], sol.ys[1])
         t_end = sol.ts[1][0]

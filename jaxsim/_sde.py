@@ -96,6 +96,7 @@ def simulate_sde(
     dW,
     dZ,
     brownian,
+    adjoint=None,
 ):
     """Validate the SDE request and run the fixed-step or diffrax driver (see module docstring)."""
     from ._simulate import _concrete
@@ -188,6 +189,7 @@ def simulate_sde(
             int(max_steps),
             bool(outputs),
             bool(throw),
+            adjoint,
         )
 
     if rtol is not None or atol is not None:
@@ -415,7 +417,20 @@ def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
 
 @eqx.filter_jit
 def _run_sde_diffrax(
-    model, y0, args, dsolver, path, controller, t0, t1, ts, dt0, max_steps, outputs, throw
+    model,
+    y0,
+    args,
+    dsolver,
+    path,
+    controller,
+    t0,
+    t1,
+    ts,
+    dt0,
+    max_steps,
+    outputs,
+    throw,
+    adjoint=None,
 ):
     from ._simulate import Solution, _derived, _zeros_counts
 
@@ -448,6 +463,7 @@ def _run_sde_diffrax(
         stepsize_controller=controller,
         max_steps=max_steps,
         throw=throw,
+        **({} if adjoint is None else {"adjoint": adjoint}),
     )
     ys = jax.vmap(lambda t, yf: model.step_map(t, unravel(yf))[0])(ts, sol.ys)
     stats = {

@@ -133,6 +133,7 @@ def simulate(
     event_tol=1e-9,
     dtmax=None,
     root_finder=None,
+    adjoint=None,
 ) -> Solution:
     r"""Propagate `model` from `y0` at `t0` to `t1` and sample it at `ts`.
 
@@ -163,6 +164,11 @@ def simulate(
       hybrid simulation (discrete models on clocks, zero-crossing events, scheduled
       discontinuities as segment boundaries, output frames as dense-output points); giving any of
       the first three (or `dtmax`) runs `jaxsim._hybrid` and returns a `HybridSolution` (see that module).
+    - `adjoint`: how `diffrax.diffeqsolve` (adaptive and hybrid runs) is differentiated: `None`
+      (diffrax's default `RecursiveCheckpointAdjoint`, reverse mode: `jax.grad`, `jax.jacrev`) or
+      `diffrax.ForwardMode()` (forward mode: `jax.jvp`, `jax.jacfwd`, cheaper for a few
+      parameters). The fixed-step driver is a plain `lax.scan` and supports both modes as is; there
+      `adjoint` is ignored.
 
     `t0`, `t1`, `dt`, `ts` and `sample_dt` fix the shape of the computation and must be concrete.
     """
@@ -178,7 +184,7 @@ def simulate(
         return simulate_sde(
             model, y0, t0, t1, ts, dt=dt, solver=solver, args=args, rtol=rtol, atol=atol,
             max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, key=key,
-            dW=dW, dZ=dZ, brownian=brownian,
+            dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint,
         )  # fmt: skip
     is_jaxsim = isinstance(solver, AbstractSolver)
     adaptive = (
@@ -205,7 +211,7 @@ def simulate(
             rtol=rtol, atol=atol, args=args, clocks=clocks, events=events,
             discontinuities=discontinuities, max_events=max_events, max_steps=max_steps,
             dtmax=dtmax, event_tol=event_tol, root_finder=root_finder, outputs=outputs,
-            throw=throw,
+            throw=throw, adjoint=adjoint,
         )  # fmt: skip
     if adaptive:
         if rtol is None or atol is None:
@@ -229,6 +235,7 @@ def simulate(
             bool(outputs),
             bool(throw),
             tuple(float(b) for b in model.breakpoints()),
+            adjoint,
         )
     if rtol is not None or atol is not None:
         raise ValueError(
@@ -471,7 +478,21 @@ def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
 
 @eqx.filter_jit
 def _run_adaptive(
-    model, y0, args, dsolver, t0, t1, ts, dt0, rtol, atol, max_steps, outputs, throw, jump_ts
+    model,
+    y0,
+    args,
+    dsolver,
+    t0,
+    t1,
+    ts,
+    dt0,
+    rtol,
+    atol,
+    max_steps,
+    outputs,
+    throw,
+    jump_ts,
+    adjoint=None,
 ):
     counts0 = _zeros_counts(model, y0)
     wrapped = StepMappedSolver(dsolver, model.step_map, counts0)
@@ -490,6 +511,7 @@ def _run_adaptive(
         stepsize_controller=controller,
         max_steps=max_steps,
         throw=throw,
+        **({} if adjoint is None else {"adjoint": adjoint}),
     )
     # Dense output is in each step's starting coordinates: bring saved states to canonical form.
     ys = jax.vmap(lambda t, y: model.step_map(t, y)[0])(ts, sol.ys)
