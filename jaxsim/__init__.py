@@ -11,7 +11,9 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from . import (  # plotting/results import matplotlib/xarray only when used
+    animation as animation,
     kinematics as kinematics,
+    montecarlo as montecarlo,
     plotting as plotting,
     results as results,
 )
