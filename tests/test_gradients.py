@@ -110,10 +110,13 @@ def scalar(p):
     ), sol
 
 
+_scalar_jit = jax.jit(scalar)
+
+
 @pytest.fixture(scope="module")
 def nominal():
     p = {k: jnp.asarray(v, dtype=float) for k, v in NOMINAL.items()}
-    value, sol = jax.jit(scalar)(p)
+    value, sol = _scalar_jit(p)
     return p, value, sol
 
 
@@ -130,18 +133,13 @@ def test_event_fires_between_ticks(nominal):
 def test_gradients_match_central_differences(nominal):
     p, _, _ = nominal
     grad = jax.jit(jax.grad(lambda q: scalar(q)[0]))(p)
-    # Fourth-order central differences, all perturbed runs in one vmapped call.
-    names = list(p)
-    steps = jnp.asarray([-2.0, -1.0, 1.0, 2.0])
-    h = {k: FD_REL_STEP * abs(float(v)) for k, v in p.items()}
-    batch = {
-        k: jnp.concatenate([v + (steps * h[k] if k == name else 0.0 * steps) for name in names])
-        for k, v in p.items()
-    }
-    f = jax.jit(jax.vmap(lambda q: scalar(q)[0]))(batch).reshape(len(names), 4)
-    for i, name in enumerate(names):
-        fm2, fm1, fp1, fp2 = (float(x) for x in f[i])
-        fd = (8.0 * (fp1 - fm1) - (fp2 - fm2)) / (12.0 * h[name])
+    # Fourth-order central differences; the perturbed runs reuse the nominal run's compilation.
+    for name, v in p.items():
+        h = FD_REL_STEP * abs(float(v))
+        fm2, fm1, fp1, fp2 = (
+            float(_scalar_jit({**p, name: v + s * h})[0]) for s in (-2.0, -1.0, 1.0, 2.0)
+        )
+        fd = (8.0 * (fp1 - fm1) - (fp2 - fm2)) / (12.0 * h)
         g = float(grad[name])
         assert np.isfinite(g), name
         assert abs(g - fd) <= GRAD_RTOL * abs(fd), (name, g, fd)
@@ -241,10 +239,9 @@ def _impact_time(h, adjoint):
 def test_forward_mode_through_events():
     import diffrax as dfx
 
+    # Reverse mode through the same event is covered by tests/test_events.py.
     h = jnp.asarray(7.0)
     fwd = jax.jacfwd(lambda x: _impact_time(x, dfx.ForwardMode()))(h)
-    rev = jax.jacrev(lambda x: _impact_time(x, None))(h)
-    np.testing.assert_allclose(fwd, rev, rtol=MODES_RTOL)
     np.testing.assert_allclose(fwd, 1.0 / np.sqrt(2 * G * 7.0), rtol=IMPACT_RTOL)
 
 
