@@ -5,7 +5,10 @@ stages of the Butcher tableau (3x cheaper per step than a generic stage loop), w
 semantics (one step = one scheduler period; the step-level map after each step). Each also exposes
 `to_diffrax()`, an equivalent `diffrax.AbstractERK`, so the same scheme runs in `diffrax.diffeqsolve`.
 
-Adaptive (`Tsit5`, `Dopri5`, `Dopri8`) wrap the diffrax solvers and need `rtol` and `atol`.
+Adaptive (`Tsit5`, `Dopri5`, `Dopri8`) run in `diffrax.diffeqsolve` and need `rtol` and `atol`;
+`to_diffrax()` gives the pair with unrolled stages (`UnrolledTsit5`, ...: diffrax's tableaus and
+dense output, straight-line step code) when `unrolled=True` (the default for `Dopri8`), or
+diffrax's own solver (the default for `Tsit5` and `Dopri5`).
 
 A diffrax solver instance may also be passed to `simulate` directly.
 """
@@ -15,6 +18,8 @@ from typing import ClassVar
 
 import diffrax as dfx
 import equinox as eqx
+import equinox.internal as eqxi
+import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
@@ -114,30 +119,205 @@ class RK4(AbstractFixedStepSolver):
 
 
 class AbstractAdaptiveSolver(AbstractSolver):
-    """An embedded Runge-Kutta pair from diffrax, driven by a PID step-size controller."""
+    """An embedded Runge-Kutta pair driven by a PID step-size controller (`diffrax.diffeqsolve`).
+
+    `unrolled=True`: `to_diffrax()` gives the pair as an [`AbstractUnrolledERK`][] (stages
+    unrolled at trace time; on the XLA CPU runtime, for a small vector field such as a J2 point
+    mass, Dopri8 steps are 3-5x and Tsit5 steps 1.3-1.6x cheaper than with diffrax's stage loop; the
+    gain shrinks as the vector field's own cost grows, and compilation takes longer since the
+    vector field is traced and compiled once per stage). `unrolled=False`: diffrax's own solver
+    (same tableau, same dense output). Defaults, from those measurements: unrolled for `Dopri8`
+    (1.35x per step even on the full spacecraft), diffrax's loop for `Tsit5` and `Dopri5` (on the
+    full spacecraft no faster per step, 2x longer to compile).
+    """
 
     adaptive: ClassVar[bool] = True
+    unrolled: bool = eqx.field(static=True, default=True)
+    _unrolled_cls: ClassVar[type]
+    _diffrax_cls: ClassVar[type]
+
+    def to_diffrax(self) -> dfx.AbstractSolver:
+        return self._unrolled_cls() if self.unrolled else self._diffrax_cls()
+
+
+def _tableau_coeffs(tab: dfx.ButcherTableau):
+    """Python-float rows `(a, b, e, c)` of an explicit tableau (a: strictly lower rows, row 0 empty)."""
+    a = ((),) + tuple(tuple(float(x) for x in row) for row in tab.a_lower)
+    b = tuple(float(x) for x in tab.b_sol)
+    e = tuple(float(x) for x in tab.b_error)
+    c = (0.0,) + tuple(float(x) for x in tab.c)
+    return a, b, e, c
+
+
+def _combine(base, coeffs, ks):
+    """`base + sum_j coeffs[j] * ks[j]` over the nonzero coefficients (`base=None`: no base term).
+
+    Returns `None` when `base` is None and every coefficient is zero.
+    """
+    out = base
+    for cj, kj in zip(coeffs, ks):
+        if cj == 0.0:
+            continue
+        if out is None:
+            out = jtu.tree_map(lambda k, cj=cj: cj * k, kj)
+        else:
+            out = jtu.tree_map(lambda u, k, cj=cj: u + cj * k, out, kj)
+    return out
+
+
+class AbstractUnrolledERK(dfx.AbstractAdaptiveSolver):
+    r"""Embedded explicit Runge-Kutta pair for `diffrax.diffeqsolve` with the stages unrolled.
+
+    Same mathematics as `diffrax.AbstractERK` for an explicit tableau $(a, b, \hat b, c)$ with $s$
+    stages: $k_i = \Delta t\, f(t_0 + c_i \Delta t,\ y_0 + \sum_{j<i} a_{ij} k_j)$ ("$\Delta t$"
+    generally the term's control), $y_1 = y_0 + \sum_i b_i k_i$, error estimate
+    $\sum_i \hat b_i k_i$ (`tableau.b_error`, the difference of the two weights), dense output from
+    `interpolation_cls` with `dense_info = dict(y0, y1, k)`, `k` the stages stacked on a leading
+    axis of length $s$ (the structure diffrax's interpolation classes expect). The difference is
+    computational: the stages are a Python loop at trace time (zero coefficients skipped), so the
+    step compiles to straight-line code that XLA fuses, instead of a loop over stages writing a
+    stacked stage buffer with dynamic slices (several kernels per stage on the CPU runtime).
+
+    FSAL (first same as last, $a_{s,j} = b_j$, $c_s = 1$): the last stage $f(t_1, y_1)$ is kept in
+    the solver state `(first_step, f1)` and reused as the first stage of the next step; it is
+    recomputed on the first step and after a jump (`made_jump`, e.g. at `jump_ts`), inside a
+    `lax.cond` whose predicate is un-batched (`equinox.internal.unvmap_any`), so that under `vmap`
+    a batch recomputes only if one of its members must.
+
+    Subclasses set the class attributes `tableau` (a `diffrax.ButcherTableau`, explicit),
+    `interpolation_cls` and `_order`.
+
+    **Assumptions and limitations:** explicit tableaus with $c_1 = 0$ only; one term (`ODETerm`, or
+    any single term with `vf`/`contr`/`prod`); the vector field is always evaluated with `vf`
+    (diffrax switches to `vf_prod` for "expensive" terms such as `BacksolveAdjoint`'s, here only
+    slower, not wrong). Reverse-mode differentiation with diffrax's default
+    `RecursiveCheckpointAdjoint` works through the unrolled stages; it stores every stage of a step.
+    """
+
+    tableau: ClassVar[dfx.ButcherTableau]
+    interpolation_cls: ClassVar  # pyright: ignore
+    term_structure: ClassVar = dfx.AbstractTerm
+    _order: ClassVar[int]
+    _coeffs: ClassVar[tuple]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        tab = cls.__dict__.get("tableau")
+        if tab is not None:
+            if tab.implicit or tab.c1 != 0.0:
+                raise ValueError(f"{cls.__name__}: `tableau` must be explicit with c1 = 0.")
+            cls._coeffs = _tableau_coeffs(tab)
+
+    def order(self, terms):
+        del terms
+        return self._order
+
+    def func(self, terms, t0, y0, args):
+        return terms.vf(t0, y0, args)
+
+    def init(self, terms, t0, t1, y0, args):
+        if not self.tableau.fsal:
+            return None
+        f_struct = eqx.filter_eval_shape(self.func, terms, t0, y0, args)
+        f0 = jtu.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), f_struct)
+        return jnp.asarray(True), f0
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        a, b, e, c = self._coeffs
+        fsal = self.tableau.fsal
+        control = terms.contr(t0, t1)
+        dt = t1 - t0
+
+        def t_stage(ci):  # "c == 1 -> t1" keeps the last stage exactly at t1 (as diffrax does)
+            return t1 if ci == 1.0 else t0 + ci * dt
+
+        if fsal:
+            first_step, f_prev = solver_state
+            redo = eqxi.unvmap_any(jnp.asarray(first_step) | jnp.asarray(made_jump))
+            f0 = jax.lax.cond(redo, lambda: terms.vf(t0, y0, args), lambda: f_prev)
+        else:
+            f0 = terms.vf(t0, y0, args)
+        ks = [terms.prod(f0, control)]
+        fi = f0
+        yi = y0
+        for i in range(1, len(b)):
+            yi = _combine(y0, a[i], ks)
+            fi = terms.vf(t_stage(c[i]), yi, args)
+            ks.append(terms.prod(fi, control))
+        # SSAL (a_s = b, explicit last stage): y1 is the last stage's argument.
+        y1 = yi if self.tableau.ssal else _combine(y0, b, ks)
+        y_error = _combine(None, e, ks)
+        if y_error is None:
+            y_error = jtu.tree_map(jnp.zeros_like, y0)
+        k = jtu.tree_map(lambda *kk: jnp.stack(kk), *ks)
+        dense_info = dict(y0=y0, y1=y1, k=k)
+        new_state = (jnp.asarray(False), fi) if fsal else None
+        return y1, y_error, dense_info, new_state, dfx.RESULTS.successful
+
+
+class UnrolledTsit5(AbstractUnrolledERK):
+    """Tsitouras 5(4), 7 stages, FSAL, 5th-order dense output: `diffrax.Tsit5`'s tableau and
+    interpolation, stages unrolled (see [`AbstractUnrolledERK`][]).
+
+    Reference: Ch. Tsitouras, "Runge-Kutta pairs of order 5(4) satisfying only the first column
+    simplifying assumption", Computers & Mathematics with Applications 62(2), 770-775, 2011.
+    """
+
+    tableau = dfx.Tsit5.tableau
+    interpolation_cls = dfx.Tsit5.interpolation_cls
+    _order = 5
+
+
+class UnrolledDopri5(AbstractUnrolledERK):
+    """Dormand-Prince 5(4), 7 stages, FSAL, dense output of Shampine (1986): `diffrax.Dopri5`'s
+    tableau and interpolation, stages unrolled (see [`AbstractUnrolledERK`][]).
+
+    References: J. R. Dormand and P. J. Prince, "A family of embedded Runge-Kutta formulae",
+    J. Comp. Appl. Math. 6, 19-26, 1980; L. F. Shampine, "Some practical Runge-Kutta formulas",
+    Math. Comp. 46(173), 135-150, 1986.
+    """
+
+    tableau = dfx.Dopri5.tableau
+    interpolation_cls = dfx.Dopri5.interpolation_cls
+    _order = 5
+
+
+class UnrolledDopri8(AbstractUnrolledERK):
+    """Dormand-Prince 8(7), 14 stages, FSAL, 8th-order dense output: `diffrax.Dopri8`'s tableau and
+    interpolation, stages unrolled (see [`AbstractUnrolledERK`][]).
+
+    References: P. J. Prince and J. R. Dormand, "High order embedded Runge-Kutta formulae",
+    J. Comp. Appl. Math. 7(1), 67-75, 1981; dense output: P. Bogacki and L. F. Shampine,
+    "Interpolating high-order Runge-Kutta formulas", Comput. Math. Appl. 20(3), 15-24, 1990.
+    """
+
+    tableau = dfx.Dopri8.tableau
+    interpolation_cls = dfx.Dopri8.interpolation_cls
+    _order = 8
 
 
 class Tsit5(AbstractAdaptiveSolver):
-    """Tsitouras 5(4) (`diffrax.Tsit5`)."""
+    """Tsitouras 5(4) (`diffrax.Tsit5`'s scheme; [`UnrolledTsit5`][] with `unrolled=True`)."""
 
-    def to_diffrax(self):
-        return dfx.Tsit5()
+    unrolled: bool = eqx.field(static=True, default=False)
+    _unrolled_cls = UnrolledTsit5
+    _diffrax_cls = dfx.Tsit5
 
 
 class Dopri5(AbstractAdaptiveSolver):
-    """Dormand-Prince 5(4) (`diffrax.Dopri5`)."""
+    """Dormand-Prince 5(4) (`diffrax.Dopri5`'s scheme; [`UnrolledDopri5`][] with `unrolled=True`)."""
 
-    def to_diffrax(self):
-        return dfx.Dopri5()
+    unrolled: bool = eqx.field(static=True, default=False)
+    _unrolled_cls = UnrolledDopri5
+    _diffrax_cls = dfx.Dopri5
 
 
 class Dopri8(AbstractAdaptiveSolver):
-    """Dormand-Prince 8(5,3) (`diffrax.Dopri8`)."""
+    """Prince-Dormand 8(7) (`diffrax.Dopri8`'s scheme; [`UnrolledDopri8`][] unless
+    `unrolled=False`)."""
 
-    def to_diffrax(self):
-        return dfx.Dopri8()
+    _unrolled_cls = UnrolledDopri8
+    _diffrax_cls = dfx.Dopri8
 
 
 class StepMappedSolver(dfx.AbstractWrappedSolver):
