@@ -40,7 +40,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from ._sde_solvers import AbstractSDESolver, ShARK, milstein_jvps
-from ._solvers import StepMappedSolver
+from ._solvers import StepMappedSolver, for_adjoint
 
 
 # Same grid tolerance as the ODE driver (see `_simulate._GRID_RTOL`).
@@ -449,7 +449,7 @@ def _run_sde_diffrax(
         return ravel_pytree(y)[0], c
 
     counts0 = _zeros_counts(model, y0)
-    wrapped = StepMappedSolver(dsolver, step_map, counts0)
+    wrapped = StepMappedSolver(for_adjoint(dsolver, adjoint), step_map, counts0)
     terms = dfx.MultiTerm(dfx.ODETerm(drift), dfx.ControlTerm(diffusion, path))
     sol = dfx.diffeqsolve(
         terms,

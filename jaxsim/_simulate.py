@@ -24,7 +24,13 @@ import jax.tree_util as jtu
 import numpy as np
 
 from ._dynamic_object import AbstractDynamicObject, check_state_structure
-from ._solvers import RK4, AbstractFixedStepSolver, AbstractSolver, StepMappedSolver
+from ._solvers import (
+    RK4,
+    AbstractFixedStepSolver,
+    AbstractSolver,
+    StepMappedSolver,
+    for_adjoint,
+)
 from ._step_context import step_interval
 
 
@@ -495,7 +501,7 @@ def _run_adaptive(
     adjoint=None,
 ):
     counts0 = _zeros_counts(model, y0)
-    wrapped = StepMappedSolver(dsolver, model.step_map, counts0)
+    wrapped = StepMappedSolver(for_adjoint(dsolver, adjoint), model.step_map, counts0)
     controller = dfx.PIDController(
         rtol=rtol, atol=atol, jump_ts=None if not jump_ts else jnp.asarray(jump_ts)
     )

@@ -320,6 +320,15 @@ class Dopri8(AbstractAdaptiveSolver):
     _diffrax_cls = dfx.Dopri8
 
 
+def for_adjoint(dsolver, adjoint):
+    """The diffrax solver prepared for `adjoint`: under `diffrax.ForwardMode` a Runge-Kutta stage
+    loop must be a `lax` scan (forward-mode differentiable); diffrax switches it itself for a bare
+    solver, this does it before the solver is wrapped in a `StepMappedSolver`."""
+    if isinstance(adjoint, dfx.ForwardMode) and getattr(dsolver, "scan_kind", "") is None:
+        return eqx.tree_at(lambda s: s.scan_kind, dsolver, "lax", is_leaf=lambda x: x is None)
+    return dsolver
+
+
 class StepMappedSolver(dfx.AbstractWrappedSolver):
     """Wrap a diffrax solver so that a step-level map is applied to `y1` after every step.
 
@@ -333,6 +342,12 @@ class StepMappedSolver(dfx.AbstractWrappedSolver):
     solver: dfx.AbstractSolver
     step_map: object  # a bound method of the model: a pytree (its arrays are traced)
     counts_like: object
+
+    @property
+    def scan_kind(self):
+        # Read by diffrax's `ForwardMode` on Runge-Kutta solvers (the wrapper passes their
+        # isinstance checks); see `for_adjoint`, which sets it on the inner solver.
+        return getattr(self.solver, "scan_kind", "lax")
 
     @property
     def term_structure(self):

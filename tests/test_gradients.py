@@ -245,13 +245,14 @@ def test_forward_mode_through_events():
     np.testing.assert_allclose(fwd, 1.0 / np.sqrt(2 * G * 7.0), rtol=IMPACT_RTOL)
 
 
-def test_forward_mode_adaptive():
+@pytest.mark.parametrize("solver", [js.Tsit5(), js.Dopri8()], ids=["diffrax-loop", "unrolled"])
+def test_forward_mode_adaptive(solver):
     import diffrax as dfx
 
     def final(p, adjoint):
         model = _Pendulum(p[0], p[1])
         sol = js.simulate(
-            model, model.init_state(), 3.0, solver=js.Tsit5(), rtol=1e-10, atol=1e-12,
+            model, model.init_state(), 3.0, solver=solver, rtol=1e-10, atol=1e-12,
             outputs=False, adjoint=adjoint,
         )  # fmt: skip
         return jnp.stack([sol.ys["theta"][-1], sol.ys["thetaDot"][-1]])
