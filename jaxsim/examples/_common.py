@@ -1,4 +1,5 @@
-"""Shared machinery of the optimization examples: a dense-Jacobian residual and timed solves."""
+"""Shared machinery of the optimization examples: a dense-Jacobian residual, the least-squares
+solve and timed solves."""
 
 import time
 
@@ -49,6 +50,21 @@ def dense_jacobian(fn, mode: str = "fwd"):
 
     wrapped.value_and_jacobian = value_and_jacobian
     return wrapped
+
+
+def least_squares(dense_residuals, problem, params0, solver, max_steps):
+    """`optimistix.least_squares` of a `dense_jacobian` residual, not raising on failure.
+
+    **Returns:** `(params, residual, jacobian, num_steps, result)`; the residual and the (dense)
+    Jacobian at the solution come from the solver state, so no extra simulation is compiled.
+    """
+    import optimistix as optx
+
+    sol = optx.least_squares(
+        dense_residuals, solver, params0, args=problem, max_steps=max_steps, throw=False
+    )
+    f_info = sol.state.f_info
+    return sol.value, f_info.residual, f_info.jac.as_matrix(), sol.stats["num_steps"], sol.result
 
 
 def timed_solve(jitted, *args):

@@ -49,7 +49,7 @@ from .._kinematics import dcm_to_mrp, mrp_to_dcm
 from .._signals import PiecewiseConstant
 from .._simulate import simulate as _simulate
 from .._validation import as_array, check_inertia, check_nonnegative, check_positive, fail
-from ._common import dense_jacobian, solver_message, timed_solve
+from ._common import dense_jacobian, least_squares, solver_message, timed_solve
 
 
 _CLS = "inertia.make_problem"
@@ -232,19 +232,14 @@ _dense_residuals = dense_jacobian(residuals, "fwd")
 
 @eqx.filter_jit
 def _solve(problem, params0, solver, max_steps):
-    sol = optx.least_squares(
-        _dense_residuals, solver, params0, args=problem, max_steps=max_steps, throw=False
+    p, r, J, num_steps, result = least_squares(
+        _dense_residuals, problem, params0, solver, max_steps
     )
-    p = sol.value
-    # Residual and Jacobian at the solution, from the solver state (the dense Jacobian product
-    # materialises without another simulation).
-    r = sol.state.f_info.residual
-    J = sol.state.f_info.jac.as_matrix()
     # Covariance of the parameters, mapped to the inertia entries.
     cov_p = jnp.linalg.inv(J.T @ J)
     G = jax.jacfwd(lambda q: entries(cholesky_to_inertia(q[:6])))(p)
     cov_I = G @ cov_p @ G.T
-    return p, r, J, jnp.sqrt(jnp.diag(cov_I)), sol.stats["num_steps"], sol.result
+    return p, r, J, jnp.sqrt(jnp.diag(cov_I)), num_steps, result
 
 
 def solve(problem: InertiaProblem, params0=None, *, windows=None, solver=None, max_steps: int = 64):

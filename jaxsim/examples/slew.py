@@ -51,7 +51,7 @@ import effectors as fx
 from .._signals import PiecewiseConstant
 from .._simulate import simulate as _simulate
 from .._validation import as_array, check_positive, fail
-from ._common import dense_jacobian, solver_message, timed_solve
+from ._common import dense_jacobian, least_squares, solver_message, timed_solve
 
 
 _CLS = "slew.make_problem"
@@ -261,13 +261,7 @@ _dense_residuals = dense_jacobian(residuals, "fwd")
 
 @eqx.filter_jit
 def _solve(problem, params0, solver, max_steps):
-    sol = optx.least_squares(
-        _dense_residuals, solver, params0, args=problem, max_steps=max_steps, throw=False
-    )
-    # Residual and Jacobian at the solution come from the solver state (no extra simulation to
-    # compile); the Jacobian operator is the dense product of `dense_jacobian`.
-    f_info = sol.state.f_info
-    return sol.value, f_info.residual, f_info.jac.as_matrix(), sol.stats["num_steps"], sol.result
+    return least_squares(_dense_residuals, problem, params0, solver, max_steps)
 
 
 def solve(problem: SlewProblem, params0=None, *, solver=None, max_steps: int = 64):

@@ -62,7 +62,7 @@ from .._dynamic_object import AbstractDynamicObject
 from .._simulate import simulate as _simulate
 from .._step_context import held_time
 from .._validation import as_array, check_positive, fail
-from ._common import dense_jacobian, solver_message, timed_solve
+from ._common import dense_jacobian, least_squares, solver_message, timed_solve
 
 
 _CLS = "transfer.make_problem"
@@ -303,11 +303,7 @@ _dense_residuals = dense_jacobian(residuals, "fwd")
 
 @eqx.filter_jit
 def _solve(problem, params0, solver, max_steps):
-    sol = optx.least_squares(
-        _dense_residuals, solver, params0, args=problem, max_steps=max_steps, throw=False
-    )
-    f_info = sol.state.f_info  # residual and Jacobian at the solution
-    return sol.value, f_info.residual, f_info.jac.as_matrix(), sol.stats["num_steps"], sol.result
+    return least_squares(_dense_residuals, problem, params0, solver, max_steps)
 
 
 def solve(problem: TransferProblem, params0, *, solver=None, max_steps: int = 32):
