@@ -50,7 +50,7 @@ def _grad_fn(sc, y0, t1, dt):
         hub = sol.ys["hub"]
         return jnp.sum(hub["sigma_BN"][-1]) + jnp.sum(hub["omega_BN_B"][-1])
 
-    return jax.jit(jax.grad(scalar)), params
+    return js.jit(jax.grad(scalar)), params
 
 
 def run(quick: bool = False) -> dict:

@@ -76,26 +76,26 @@ def _functions(horizon):
     )
     n_params = int(sum(np.size(x) for x in jax.tree_util.tree_leaves(params)))
     fns = {
-        "forward": (jax.jit(lambda p: scalar(p, horizon)), params),
-        "reverse (checkpoint)": (jax.jit(jax.grad(lambda p: scalar(p, horizon))), params),
+        "forward": (js.jit(lambda p: scalar(p, horizon)), params),
+        "reverse (checkpoint)": (js.jit(jax.grad(lambda p: scalar(p, horizon))), params),
         "reverse (no checkpoint)": (
-            jax.jit(jax.grad(lambda p: scalar(p, horizon, False))),
+            js.jit(jax.grad(lambda p: scalar(p, horizon, False))),
             params,
         ),
-        "jacfwd, 3 parameters": (jax.jit(jax.jacfwd(lambda q: three(q, horizon))), q0),
+        "jacfwd, 3 parameters": (js.jit(jax.jacfwd(lambda q: three(q, horizon))), q0),
         "jvp, 1 direction": (
-            jax.jit(lambda q: jax.jvp(lambda x: three(x, horizon), (q,), (jnp.ones(3),))),
+            js.jit(lambda q: jax.jvp(lambda x: three(x, horizon), (q,), (jnp.ones(3),))),
             q0,
         ),
     }
     orbit = {
-        "forward": (jax.jit(lambda p: scalar(p, ORBIT_S)), params),
-        "reverse (checkpoint)": (jax.jit(jax.grad(lambda p: scalar(p, ORBIT_S))), params),
+        "forward": (js.jit(lambda p: scalar(p, ORBIT_S)), params),
+        "reverse (checkpoint)": (js.jit(jax.grad(lambda p: scalar(p, ORBIT_S))), params),
         "reverse (no checkpoint)": (
-            jax.jit(jax.grad(lambda p: scalar(p, ORBIT_S, False))),
+            js.jit(jax.grad(lambda p: scalar(p, ORBIT_S, False))),
             params,
         ),
-        "jacfwd, 3 parameters": (jax.jit(jax.jacfwd(lambda q: three(q, ORBIT_S))), q0),
+        "jacfwd, 3 parameters": (js.jit(jax.jacfwd(lambda q: three(q, ORBIT_S))), q0),
     }
     return fns, orbit, n_params
 

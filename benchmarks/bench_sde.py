@@ -59,7 +59,7 @@ def bench_jaxsim(n_paths, solver):
                           outputs=False)  # fmt: skip
         return sol.ys["hub"]["r_BN_N"], sol.ys["rho_noise"]
 
-    run = jax.jit(jax.vmap(one))
+    run = js.jit(jax.vmap(one))
     keys = jr.split(jr.key(0), n_paths)
     t = time.perf_counter()
     compiled = run.lower(keys).compile()

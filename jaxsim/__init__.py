@@ -24,6 +24,7 @@ from ._clocks import (
     DiscreteModel as DiscreteModel,
     Schedule as Schedule,
 )
+from ._compile import compiler_options as compiler_options, jit as jit
 from ._dynamic_object import AbstractDynamicObject as AbstractDynamicObject, System as System
 from ._events import Event as Event, EventLog as EventLog
 from ._hybrid import HybridSolution as HybridSolution

@@ -58,6 +58,7 @@ import numpy as np
 import optimistix as optx
 
 from ._clocks import AbstractDiscreteModel, plan_ticks
+from ._compile import jit as jaxsim_jit
 from ._events import Event, EventLog
 from ._signals import AbstractSignal
 from ._simulate import Solution
@@ -503,7 +504,7 @@ def _numbers(dt, rtol, atol, dtmax, event_tol):
     }
 
 
-@eqx.filter_jit
+@jaxsim_jit
 def _run(model, models, events, y0, args, held0, disc, ts, dsolver, root_finder, static, num):
     plan, cfg = static.plan, static.config
     nm, n_ev, n_s, m = len(models), len(events), ts.shape[0], cfg.window

@@ -39,6 +39,7 @@ import jax.tree_util as jtu
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from ._compile import jit as jaxsim_jit
 from ._sde_solvers import AbstractSDESolver, ShARK, milstein_jvps
 from ._solvers import StepMappedSolver, for_adjoint
 
@@ -383,7 +384,7 @@ class _SDEConfig:
     throw: bool
 
 
-@eqx.filter_jit
+@jaxsim_jit
 def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
     from ._simulate import Solution, _derived, check_finite, scan_grid
 
@@ -415,7 +416,7 @@ def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
     return Solution(ts=ts, ys=ys, outputs=derived, counts=counts, stats=stats, result=result)
 
 
-@eqx.filter_jit
+@jaxsim_jit
 def _run_sde_diffrax(
     model,
     y0,

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from ._compile import jit as jaxsim_jit
 from ._dynamic_object import AbstractDynamicObject, check_state_structure
 from ._solvers import (
     RK4,
@@ -467,7 +468,7 @@ def check_finite(ys, throw: bool, what: str):
     return ys, result
 
 
-@eqx.filter_jit
+@jaxsim_jit
 def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
     advance = lambda n, t, y, extra: solver.step(model.drift, t, y, config.dt, args)
     ys, counts = scan_grid(model, y0, config.seg, config.dt, config.t0, config.checkpoint, advance)
@@ -482,7 +483,7 @@ def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
     return Solution(ts=ts, ys=ys, outputs=derived, counts=counts, stats=stats, result=result)
 
 
-@eqx.filter_jit
+@jaxsim_jit
 def _run_adaptive(
     model,
     y0,

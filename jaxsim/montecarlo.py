@@ -100,6 +100,7 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import Array, Float
 
+from ._compile import compiler_options
 from ._kinematics import prv_to_dcm
 from ._validation import as_array, check_inertia, check_nonnegative, check_unit_vectors, fail
 
@@ -977,9 +978,12 @@ def _compile(fn, sharding):
         return _normalize(params, []), out, _result_code(results), _finite(out)
 
     batched = jax.vmap(member)
+    options = compiler_options()
     if sharding is None:
-        return jax.jit(batched)
-    return jax.jit(batched, in_shardings=(sharding,), out_shardings=sharding)
+        return jax.jit(batched, compiler_options=options)
+    return jax.jit(
+        batched, in_shardings=(sharding,), out_shardings=sharding, compiler_options=options
+    )
 
 
 def _sampler(sharding):
