@@ -393,13 +393,19 @@ def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
     length = int(seg.max()) if seg.size else 0
     uniform = bool(np.all(seg[1:] == length)) and seg[0] in (0, length)
     counts0 = _zeros_counts(model, y0)
+    # With checkpointing, each step is also rematerialized: the backward pass recomputes a step's
+    # stages from its input state instead of stacking every intermediate of every step of a block
+    # (one stacked buffer, and a dynamic-slice kernel, per intermediate). Combined spacecraft, 6,000
+    # steps: gradient compile 19.4 -> 13.6 s and run 4.8 -> 3.3 s. (Inside a scan, CSE cannot merge
+    # the recomputation with the forward pass, so `prevent_cse` is not needed.)
+    step = jax.checkpoint(advance, prevent_cse=False) if checkpoint else advance
 
     def one_step(carry, xs):
         active, extra = xs
         n, y, counts = carry
         t = t0 + n * dt
         with step_interval(t, t + dt):  # held inputs keep one value over the step's stages
-            y1 = advance(n, t, y, extra)
+            y1 = step(n, t, y, extra)
         y1, c = model.step_map(t + dt, y1)
         counts1 = jtu.tree_map(lambda a, b: a + b.astype(a.dtype), counts, c)
         if active is not None:
