@@ -125,6 +125,7 @@ def run(horizon: float = 600.0, memory: bool = True) -> dict:
                 continue
             t0 = time.perf_counter()
             compiled = pair[0].lower(pair[1]).compile()
+            compiled = getattr(compiled, "compiled", compiled)  # equinox wraps jax.stages.Compiled
             row["orbit_temp_MiB"] = compiled.memory_analysis().temp_size_in_bytes / 2**20
             print(f"{row['mode']:24s} one-orbit temp memory {row['orbit_temp_MiB']:.1f} MiB "
                   f"(compile {time.perf_counter() - t0:.1f} s)", flush=True)  # fmt: skip

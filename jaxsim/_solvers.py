@@ -97,10 +97,17 @@ def _chain_step(solver, f, t, y, h, args):
         jnp.asarray(x) for x in (h * a_next, h * np.asarray(solver.b), np.asarray(solver.c))
     )
 
+    # Reverse mode stores each stage's input and recomputes the right-hand side's intermediates in
+    # the backward pass, instead of stacking all of them over the stages: on the combined
+    # spacecraft this halved the gradient's run time (fewer, larger kernels) and left the forward
+    # pass unchanged (the checkpoint is inert without differentiation). Inside the scan, CSE cannot
+    # merge the recomputation with the forward pass, so `prevent_cse` is not needed.
+    f_remat = eqx.filter_checkpoint(f, prevent_cse=False)
+
     def stage(carry, xs):
         yi, y1 = carry
         ha, hb, c = xs
-        k = f(t + c * h, yi, args)
+        k = f_remat(t + c * h, yi, args)
         y1 = jtu.tree_map(lambda u, kk: u + hb.astype(kk.dtype) * kk, y1, k)
         yi = jtu.tree_map(lambda u, kk: u + ha.astype(kk.dtype) * kk, y, k)
         return (yi, y1), None
