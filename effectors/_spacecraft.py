@@ -18,7 +18,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from jaxsim._dynamic_object import AbstractDynamicObject
+from jaxsim._dynamic_object import AbstractDynamicObject, merge_derived
 from jaxsim._kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_to_dcm, mv3, tilde
 from jaxsim._validation import as_array, check_name, check_unique_names
 
@@ -306,7 +306,10 @@ class Spacecraft(AbstractDynamicObject):
     def energy_momentum(self, t, y, args) -> dict:
         r"""Basilisk's logged totals: `totOrbEnergy`, `totRotEnergy` [J], `totOrbAngMomPntN_N`,
         `totRotAngMomPntC_N` [kg m^2/s] (orbital quantities relative to the integration origin)."""
-        ctx = self.context(t, y, args)
+        return self._energy_momentum(self.context(t, y, args), y)
+
+    def _energy_momentum(self, ctx: HubContext, y) -> dict:
+        t = ctx.t
         em = self.hub.energy_momentum(ctx.omega_BN_B)
         for e in self.state_effectors:
             em = em + e.energy_momentum(y[e.name], ctx)
@@ -324,7 +327,14 @@ class Spacecraft(AbstractDynamicObject):
 
     def outputs(self, t, y, args) -> dict:
         """Basilisk's state and mass messages (absolute positions), plus each effector's outputs."""
+        return self._outputs(self.context(t, y, args), y)
+
+    def derived(self, t, y, args) -> dict:
+        """`outputs` and `energy_momentum` together, from one evaluation of the hub context."""
         ctx = self.context(t, y, args)
+        return merge_derived(self._outputs(ctx, y), self._energy_momentum(ctx, y))
+
+    def _outputs(self, ctx: HubContext, y) -> dict:
         out = {
             "r_BN_N": ctx.r_BN_N + ctx.r_origin_N,
             "v_BN_N": ctx.v_BN_N + ctx.v_origin_N,

@@ -61,6 +61,13 @@ class AbstractDynamicObject(eqx.Module):
         """Derived outputs recorded at sample times (dict of arrays). Default: none."""
         return {}
 
+    def derived(self, t, y, args) -> dict:
+        """`outputs` merged with `energy_momentum` (what `simulate` records at the samples).
+
+        Override it to share work between the two (the spacecraft evaluates its hub context once).
+        """
+        return merge_derived(self.outputs(t, y, args), self.energy_momentum(t, y, args))
+
     def step_map(self, t, y) -> tuple[Any, dict]:
         """Map applied after each completed step; returns `(y, counts)`. Default: identity."""
         return y, {}
@@ -153,6 +160,9 @@ class System(AbstractDynamicObject):
     def outputs(self, t, y, args):
         return {o.name: o.outputs(t, y[o.name], _sub_args(args, o.name)) for o in self.objects}
 
+    def derived(self, t, y, args):
+        return {o.name: o.derived(t, y[o.name], _sub_args(args, o.name)) for o in self.objects}
+
     def step_map(self, t, y):
         new, counts = {}, {}
         for o in self.objects:
@@ -179,3 +189,16 @@ def check_state_structure(obj: AbstractDynamicObject, y, where: str = "simulate"
             f"{where}: `y0` must have the structure of `{type(obj).__name__}.init_state()`;\n"
             f"expected {eqx.tree_pformat(expected)}\ngot {eqx.tree_pformat(y)}."
         )
+
+
+def merge_derived(outputs: dict, energy: dict) -> dict:
+    """`outputs` with the entries of `energy` added; nested dicts merge, `outputs` wins on a clash."""
+    if isinstance(outputs, dict) and isinstance(energy, dict):
+        keys = list(outputs) + [k for k in energy if k not in outputs]
+        return {
+            k: merge_derived(outputs[k], energy[k])
+            if k in outputs and k in energy
+            else outputs.get(k, energy.get(k))
+            for k in keys
+        }
+    return outputs

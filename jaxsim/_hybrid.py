@@ -956,7 +956,7 @@ def _run(model, models, events, y0, args, held0, disc, ts, dsolver, root_finder,
 
         def derive(t, y, h):
             a = merge_args(args, h)
-            return {**model.energy_momentum(t, y, a), **model.outputs(t, y, a)}
+            return model.derived(t, y, a)
 
         derived = jax.vmap(derive)(ts, by, bh)
     stats = {

@@ -341,19 +341,7 @@ def _all_finite(tree):
 
 
 def _derived(model, ts, ys, args):
-    em = jax.vmap(model.energy_momentum, in_axes=(0, 0, None))(ts, ys, args)
-    out = jax.vmap(model.outputs, in_axes=(0, 0, None))(ts, ys, args)
-    return _merge(out, em)
-
-
-def _merge(a, b):
-    if isinstance(a, dict) and isinstance(b, dict):
-        keys = list(a) + [k for k in b if k not in a]
-        return {
-            k: _merge(a.get(k, {}), b.get(k, {})) if k in a and k in b else a.get(k, b.get(k))
-            for k in keys
-        }
-    return a
+    return jax.vmap(model.derived, in_axes=(0, 0, None))(ts, ys, args)
 
 
 # Sample intervals of at least this many steps are checkpointed in blocks of about sqrt(steps)

@@ -54,6 +54,26 @@ def test_two_spacecraft_together_equal_each_alone():
         )
 
 
+def test_derived_equals_outputs_merged_with_energy():
+    """`derived` (one hub context, what `simulate` records) equals the two separate passes, bitwise,
+    for a spacecraft with effectors and for a System of two."""
+    from effectors.scenarios import combined
+    from jaxsim._dynamic_object import merge_derived
+
+    sc, y0, _ = combined()
+    system = js.System([sc, make_sc("b")])
+    yb = make_sc("b").init_state(-R0, V0, [0.3, -0.2, 0.1], [-0.2, 0.1, 0.3])
+    for model, y in ((sc, y0), (system, system.init_state({sc.name: y0, "b": yb}))):
+        got = jax.jit(lambda t, y: model.derived(t, y, None))(12.5, y)
+        ref = jax.jit(
+            lambda t, y: merge_derived(model.outputs(t, y, None), model.energy_momentum(t, y, None))
+        )(12.5, y)
+        assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(ref)
+        for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(ref)):
+            np.testing.assert_array_equal(a, b)
+    assert "totRotEnergy" in got[sc.name] and "r_BN_N" in got[sc.name]
+
+
 def test_duplicate_names_rejected():
     with pytest.raises(ValueError, match="objects"):
         js.System([make_sc("x"), make_sc("x")])
