@@ -68,8 +68,9 @@ class _Jit:
 
     def _pick(self):
         # Compile options are only allowed on the outermost jit: inside any trace (a user's jit,
-        # vmap, grad), the plain filter-jit is used and the outer transformation decides.
-        return self._tuned if compiler_options() and _at_top_level() else self._default
+        # vmap, grad), the plain filter-jit is used and the outer transformation decides (and the
+        # one-off support check is not run inside someone else's trace).
+        return self._tuned if _at_top_level() and compiler_options() else self._default
 
     def __call__(self, *args, **kwargs):
         return self._pick()(*args, **kwargs)
