@@ -23,6 +23,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
+import numpy as np
 
 from ._validation import check_name, check_unique_names
 
@@ -180,11 +181,33 @@ def _sub_args(args, name):
     return args
 
 
+# Tree structure of `init_state()`'s output, keyed by the model's tree structure (static fields
+# included) and leaf shapes: `jax.eval_shape` traces `init_state` at every call (about 2 ms per
+# `simulate` call for a point mass, more than a short run itself).
+_STATE_STRUCTURES: dict = {}
+_MAX_CACHED_STRUCTURES = 256
+
+
+def _state_structure(obj: AbstractDynamicObject):
+    leaves, treedef = jtu.tree_flatten(obj)
+    key = (treedef, tuple((np.shape(x), str(getattr(x, "dtype", type(x)))) for x in leaves))
+    try:
+        return _STATE_STRUCTURES[key]
+    except KeyError:
+        pass
+    except TypeError:  # a static field that cannot be hashed: no caching
+        return jtu.tree_structure(jax.eval_shape(obj.init_state))
+    struct = jtu.tree_structure(jax.eval_shape(obj.init_state))
+    if len(_STATE_STRUCTURES) >= _MAX_CACHED_STRUCTURES:
+        _STATE_STRUCTURES.clear()
+    _STATE_STRUCTURES[key] = struct
+    return struct
+
+
 def check_state_structure(obj: AbstractDynamicObject, y, where: str = "simulate") -> None:
     """Raise a clear error when `y` does not match the structure of `obj.init_state()`'s output."""
-    expected = jax.eval_shape(obj.init_state)
-    got_struct = jtu.tree_structure(y)
-    if jtu.tree_structure(expected) != got_struct:
+    if _state_structure(obj) != jtu.tree_structure(y):
+        expected = jax.eval_shape(obj.init_state)
         raise ValueError(
             f"{where}: `y0` must have the structure of `{type(obj).__name__}.init_state()`;\n"
             f"expected {eqx.tree_pformat(expected)}\ngot {eqx.tree_pformat(y)}."

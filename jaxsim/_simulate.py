@@ -243,6 +243,7 @@ def simulate(
             bool(throw),
             tuple(float(b) for b in model.breakpoints()),
             adjoint,
+            bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
         )
     if rtol is not None or atol is not None:
         raise ValueError(
@@ -494,6 +495,7 @@ def _run_adaptive(
     throw,
     jump_ts,
     adjoint=None,
+    endpoints_only=False,
 ):
     counts0 = _zeros_counts(model, y0)
     wrapped = StepMappedSolver(for_adjoint(dsolver, adjoint), model.step_map, counts0)
@@ -508,7 +510,12 @@ def _run_adaptive(
         dt0,
         y0,
         args,
-        saveat=dfx.SaveAt(ts=ts, solver_state=True),
+        # Samples at t0 and t1 only (the default): the step-end states themselves. Saving through
+        # `ts` would interpolate inside every step's bookkeeping; on a J2 point mass with Dopri8
+        # that is a third of the step (5.9 -> 3.8 us per step).
+        saveat=dfx.SaveAt(t0=True, t1=True, solver_state=True)
+        if endpoints_only
+        else dfx.SaveAt(ts=ts, solver_state=True),
         stepsize_controller=controller,
         max_steps=max_steps,
         throw=throw,

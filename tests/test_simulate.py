@@ -284,3 +284,102 @@ def test_sample_times_on_grid_nonuniform():
     sub = js.simulate(sc, y0, ts=[0.0, 1.0, 1.5, 4.0, 6.0], dt=0.5, outputs=False)
     idx = np.array([0, 2, 3, 8, 12])
     np.testing.assert_allclose(sub.ys["hub"]["r_BN_N"], uni.ys["hub"]["r_BN_N"][idx], rtol=1e-15)
+
+
+# The same floating-point operations in the same order: the flat stage loop and the pytree stage
+# loop (bitwise equal over 5,830 steps when measured; a few ulps allowed for compiler contraction).
+SAME_ARITHMETIC_RTOL = 4 * np.finfo(np.float64).eps
+# Straight-line stages are compiled as one program: XLA fuses the right-hand side differently, and
+# the panel accelerations' cancellation turns 1-ulp input differences into ~5 ulps of the result.
+STRAIGHT_LINE_RTOL = 1e-14
+
+
+def test_stage_loop_equals_straight_line_stages():
+    # The chain-RK stage loop carries the state as one flat vector; it must be the arithmetic of
+    # the pytree stage loop and, to round-off, of the straight-line stages (combined spacecraft).
+    from effectors.scenarios import combined
+    from jaxsim._solvers import _chain_step_tree
+
+    sc, y0, _ = combined()
+    for solver in (js.Euler(), js.RK2(), js.RK4()):
+        loop = jax.jit(lambda y, s=solver: s.step(sc.drift, 0.0, y, 0.1, None))(y0)
+        line = jax.jit(lambda y, s=solver: s.unrolled_step(sc.drift, 0.0, y, 0.1, None))(y0)
+        a_next = np.array([row[-1] for row in solver.a[1:]] + [0.0])
+        coef = tuple(jnp.asarray(x) for x in (0.1 * a_next, 0.1 * np.asarray(solver.b), solver.c))
+        tree = jax.jit(lambda y: _chain_step_tree(sc.drift, coef, 0.0, y, 0.1, None))(y0)
+        for a, b, c in zip(*(jax.tree.leaves(x) for x in (loop, tree, line))):
+            scale = float(np.max(np.abs(b)))
+            np.testing.assert_allclose(a, b, rtol=0, atol=SAME_ARITHMETIC_RTOL * scale)
+            np.testing.assert_allclose(a, c, rtol=0, atol=STRAIGHT_LINE_RTOL * scale)
+
+
+class MixedDtypes(js.AbstractDynamicObject):
+    """x' = -x in float64 and float32 leaves (the stage loop then runs on the pytree)."""
+
+    name: str = eqx.field(static=True, default="mixed")
+
+    def init_state(self):
+        return {"a": jnp.ones(2), "b": jnp.ones(3, jnp.float32)}
+
+    def drift(self, t, y, args):
+        return jax.tree.map(lambda x: -x, y)
+
+
+class WrongDerivative(Exploding):
+    def drift(self, t, y, args):
+        return {"y": -y}
+
+
+# RK4 at 0.01 s over 1 s on x' = -x: global error ~ (dt^4 / 120) e^-1; float32 round-off ~1e-7.
+RK4_DECAY_TOL_F64 = 1e-10
+RK4_DECAY_TOL_F32 = 1e-6
+
+
+def test_stage_loop_mixed_dtypes_and_structure_errors():
+    model = MixedDtypes()
+    sol = js.simulate(model, model.init_state(), 1.0, dt=0.01, outputs=False)
+    assert sol.ys["b"].dtype == jnp.float32 and sol.ys["a"].dtype == jnp.float64
+    np.testing.assert_allclose(sol.ys["a"][-1], np.exp(-1.0), rtol=RK4_DECAY_TOL_F64)
+    np.testing.assert_allclose(sol.ys["b"][-1], np.exp(-1.0), rtol=RK4_DECAY_TOL_F32)
+    bad = WrongDerivative()
+    with pytest.raises(ValueError, match="derivative must have the structure of the state"):
+        js.simulate(bad, bad.init_state(), 1.0, dt=0.1, outputs=False)
+
+
+def test_state_structure_check_is_cached_per_model_structure():
+    # The check caches init_state()'s structure per model structure; a wrong y0 must still fail
+    # after a successful call, and models of different structure must not share an entry.
+    one = make_sc()
+    two = fx.Spacecraft(
+        fx.Hub(100.0, I_HUB),
+        state_effectors=(fx.ReactionWheels([[1.0, 0.0, 0.0]], [0.1], name="rw"),),
+    )
+    y1 = one.init_state(R0, V0)
+    js.simulate(one, y1, 1.0, dt=0.5, outputs=False)
+    with pytest.raises(ValueError, match="must have the structure"):
+        js.simulate(two, y1, 1.0, dt=0.5, outputs=False)
+    with pytest.raises(ValueError, match="must have the structure"):
+        js.simulate(one, {"hub": y1["hub"], "extra": jnp.zeros(1)}, 1.0, dt=0.5, outputs=False)
+
+
+# Dopri8 at rtol = atol = 1e-12 over 20 s of the rigid body: both runs take the same steps; the
+# sample at t1 is the last step's state or its dense output evaluated at the step end (round-off).
+ENDPOINT_SAVE_TOL = 1e-12
+
+
+def test_adaptive_endpoint_samples_equal_dense_samples():
+    sc = fx.Spacecraft(fx.Hub(10.0, np.diag([1.0, 2.0, 3.0])))
+    y0 = sc.init_state(sigma_BN=[0.2, 0.1, 0.0], omega_BN_B=[0.5, -0.3, 0.4])
+    kw = dict(solver=js.Dopri8(), rtol=1e-12, atol=1e-12)
+    ends = js.simulate(sc, y0, 20.0, **kw)  # samples [t0, t1]: saved as step-end states
+    dense = js.simulate(sc, y0, ts=np.array([0.0, 10.0, 20.0]), **kw)  # through dense output
+    assert int(ends.stats["num_steps"]) == int(dense.stats["num_steps"])
+    for key in ("sigma_BN", "omega_BN_B"):
+        np.testing.assert_allclose(
+            ends.ys["hub"][key], dense.ys["hub"][key][::2], atol=ENDPOINT_SAVE_TOL
+        )
+    np.testing.assert_allclose(
+        ends.outputs["totRotAngMomPntC_N"],
+        dense.outputs["totRotAngMomPntC_N"][::2],
+        atol=ENDPOINT_SAVE_TOL,
+    )
