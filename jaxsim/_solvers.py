@@ -318,19 +318,38 @@ class AbstractUnrolledERK(dfx.AbstractAdaptiveSolver):
             f0 = jax.lax.cond(redo, lambda: terms.vf(t0, y0, args), lambda: f_prev)
         else:
             f0 = terms.vf(t0, y0, args)
-        ks = [terms.prod(f0, control)]
+        # Stage combinations on one flat vector when the state's leaves share a floating dtype
+        # (one kernel per combination instead of one per leaf; the slices and concatenations
+        # fuse into the right-hand side), else on the pytree.
+        y0_leaves, treedef = jtu.tree_flatten(y0)
+        k0 = terms.prod(f0, control)
+        flat = (
+            len({jnp.result_type(x) for x in y0_leaves}) == 1
+            and jnp.issubdtype(jnp.result_type(y0_leaves[0]), jnp.inexact)
+            and jtu.tree_structure(k0) == treedef
+        )
+        if flat:
+            y0_flat, unravel = ravel_pytree(y0)
+            pack = lambda tree: ravel_pytree(tree)[0]
+        else:
+            pack = unravel = lambda tree: tree
+            y0_flat = y0
+        add = _combine  # a flat vector is a pytree of one leaf
+        ks = [pack(k0)]
         fi = f0
-        yi = y0
+        yi_flat = y0_flat
         for i in range(1, len(b)):
-            yi = _combine(y0, a[i], ks)
-            fi = terms.vf(t_stage(c[i]), yi, args)
-            ks.append(terms.prod(fi, control))
+            yi_flat = add(y0_flat, a[i], ks)
+            fi = terms.vf(t_stage(c[i]), unravel(yi_flat), args)
+            ks.append(pack(terms.prod(fi, control)))
         # SSAL (a_s = b, explicit last stage): y1 is the last stage's argument.
-        y1 = yi if self.tableau.ssal else _combine(y0, b, ks)
-        y_error = _combine(None, e, ks)
-        if y_error is None:
-            y_error = jtu.tree_map(jnp.zeros_like, y0)
-        k = jtu.tree_map(lambda *kk: jnp.stack(kk), *ks)
+        y1 = unravel(yi_flat if self.tableau.ssal else add(y0_flat, b, ks))
+        y_error = add(None, e, ks)
+        y_error = jtu.tree_map(jnp.zeros_like, y0) if y_error is None else unravel(y_error)
+        if flat:
+            k = jax.vmap(unravel)(jnp.stack(ks))
+        else:
+            k = jtu.tree_map(lambda *kk: jnp.stack(kk), *ks)
         dense_info = dict(y0=y0, y1=y1, k=k)
         new_state = (jnp.asarray(False), fi) if fsal else None
         return y1, y_error, dense_info, new_state, dfx.RESULTS.successful
