@@ -10,7 +10,9 @@ Two drivers, one semantics:
   one block at a time, so memory grows as sqrt(steps), at the price of one extra forward pass.
 - **adaptive** (`Tsit5`, `Dopri5`, `Dopri8`, or any diffrax solver): `diffrax.diffeqsolve` with a PID
   controller (`rtol`, `atol`), the object's breakpoints as `jump_ts`, outputs at `SaveAt(ts=...)`
-  points (they do not cut steps), and the step map applied after every accepted step.
+  points (dense output; they do not cut steps), and the step map applied after every accepted step.
+  With the default samples `[t0, t1]` the saved states are the step-end states themselves
+  (`SaveAt(t0=True, t1=True)`, no interpolation in the step loop).
 """
 
 import dataclasses
