@@ -105,9 +105,8 @@ def _chain_step(solver, f, t, y, h, args):
     # merge the recomputation with the forward pass, so `prevent_cse` is not needed.
     f_remat = eqx.filter_checkpoint(f, prevent_cse=False)
 
-    leaves, treedef = jtu.tree_flatten(y)
-    dtypes = {jnp.result_type(x) for x in leaves}
-    if len(dtypes) != 1 or not jnp.issubdtype(next(iter(dtypes)), jnp.inexact):
+    treedef = jtu.tree_structure(y)
+    if not _flattenable(y):
         return _chain_step_tree(f_remat, coef, t, y, h, args)
 
     # The stage loop carries the state as one flat vector: a loop carry costs one copy kernel per
@@ -133,6 +132,12 @@ def _chain_step(solver, f, t, y, h, args):
 
     (_, y1), _ = jax.lax.scan(stage, (y_flat, y_flat), coef)
     return unravel(y1)
+
+
+def _flattenable(y) -> bool:
+    """Whether the leaves of state `y` share one floating dtype (then one flat vector holds them)."""
+    dtypes = {jnp.result_type(x) for x in jtu.tree_leaves(y)}
+    return len(dtypes) == 1 and jnp.issubdtype(next(iter(dtypes)), jnp.inexact)
 
 
 def _chain_step_tree(f_remat, coef, t, y, h, args):
@@ -321,30 +326,25 @@ class AbstractUnrolledERK(dfx.AbstractAdaptiveSolver):
         # Stage combinations on one flat vector when the state's leaves share a floating dtype
         # (one kernel per combination instead of one per leaf; the slices and concatenations
         # fuse into the right-hand side), else on the pytree.
-        y0_leaves, treedef = jtu.tree_flatten(y0)
+        # (`_combine` treats a flat vector as a pytree of one leaf.)
         k0 = terms.prod(f0, control)
-        flat = (
-            len({jnp.result_type(x) for x in y0_leaves}) == 1
-            and jnp.issubdtype(jnp.result_type(y0_leaves[0]), jnp.inexact)
-            and jtu.tree_structure(k0) == treedef
-        )
+        flat = _flattenable(y0) and jtu.tree_structure(k0) == jtu.tree_structure(y0)
         if flat:
             y0_flat, unravel = ravel_pytree(y0)
             pack = lambda tree: ravel_pytree(tree)[0]
         else:
             pack = unravel = lambda tree: tree
             y0_flat = y0
-        add = _combine  # a flat vector is a pytree of one leaf
         ks = [pack(k0)]
         fi = f0
         yi_flat = y0_flat
         for i in range(1, len(b)):
-            yi_flat = add(y0_flat, a[i], ks)
+            yi_flat = _combine(y0_flat, a[i], ks)
             fi = terms.vf(t_stage(c[i]), unravel(yi_flat), args)
             ks.append(pack(terms.prod(fi, control)))
         # SSAL (a_s = b, explicit last stage): y1 is the last stage's argument.
-        y1 = unravel(yi_flat if self.tableau.ssal else add(y0_flat, b, ks))
-        y_error = add(None, e, ks)
+        y1 = unravel(yi_flat if self.tableau.ssal else _combine(y0_flat, b, ks))
+        y_error = _combine(None, e, ks)
         y_error = jtu.tree_map(jnp.zeros_like, y0) if y_error is None else unravel(y_error)
         if flat:
             k = jax.vmap(unravel)(jnp.stack(ks))
