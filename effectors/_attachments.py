@@ -27,7 +27,7 @@ the hub moment and the joint torque use the same application point.
 
 import jax.numpy as jnp
 
-from jaxsim._kinematics import cross3, dcm_to_mrp, mm3, mv3
+from jaxsim.kinematics import cross3, dcm_to_mrp, mm3, mv3
 
 from ._effector import AbstractDynamicEffector
 from ._types import HubContext

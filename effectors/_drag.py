@@ -5,8 +5,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxsim._kinematics import cross3, dot3, mv3
-from jaxsim._validation import as_array, check_name, check_nonnegative, check_positive
+from jaxsim.kinematics import cross3, dot3, mv3
+from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
 
 from ._effector import AbstractDynamicEffector
 from ._exponential_atmosphere import ExponentialAtmosphere

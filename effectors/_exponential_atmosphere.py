@@ -4,8 +4,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxsim._kinematics import dot3
-from jaxsim._validation import as_array, check_nonnegative, check_positive, fail
+from jaxsim.kinematics import dot3
+from jaxsim.validation import as_array, check_nonnegative, check_positive, fail
 
 
 class ExponentialAtmosphere(eqx.Module):

@@ -3,8 +3,8 @@ r"""External force and torque (Basilisk `extForceTorque`)."""
 import equinox as eqx
 import jax.numpy as jnp
 
-from jaxsim._signals import AbstractSignal, breakpoints_of, evaluate
-from jaxsim._validation import as_array, check_name
+from jaxsim.signals import AbstractSignal, breakpoints_of, evaluate
+from jaxsim.validation import as_array, check_name
 
 from ._effector import AbstractDynamicEffector
 from ._types import ForceTorque, HubContext

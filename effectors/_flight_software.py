@@ -71,9 +71,9 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxsim._clocks import AbstractClock, AbstractDiscreteModel
-from jaxsim._kinematics import cross3, dot3, mrp_to_dcm, mv3, solve3
-from jaxsim._validation import (
+from jaxsim import AbstractClock, AbstractDiscreteModel
+from jaxsim.kinematics import cross3, dot3, mrp_to_dcm, mv3, solve3
+from jaxsim.validation import (
     as_array,
     check_inertia,
     check_name,

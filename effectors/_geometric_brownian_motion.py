@@ -4,7 +4,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxsim._validation import as_array, check_name, check_nonnegative, check_positive
+from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
 
 from ._effector import AbstractStateEffector
 from ._mean_reverting_noise import broadcast_params

@@ -19,9 +19,9 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._kinematics import dot3, mv3
-from jaxsim._signals import evaluate
-from jaxsim._validation import as_array, check_name, check_orthonormal, check_positive
+from jaxsim.kinematics import dot3, mv3
+from jaxsim.signals import evaluate
+from jaxsim.validation import as_array, check_name, check_orthonormal, check_positive
 
 
 class AbstractGravityBody(eqx.Module):

@@ -3,8 +3,8 @@ r"""Gravity-gradient torque (Basilisk `GravityGradientEffector`)."""
 import equinox as eqx
 import jax.numpy as jnp
 
-from jaxsim._kinematics import cross3, dot3, mv3
-from jaxsim._validation import check_name
+from jaxsim.kinematics import cross3, dot3, mv3
+from jaxsim.validation import check_name
 
 from ._effector import AbstractDynamicEffector
 from ._gravity import AbstractGravityBody

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxsim._kinematics import (
+from jaxsim.kinematics import (
     cross3,
     dcm_to_mrp,
     dot3,
@@ -21,8 +21,8 @@ from jaxsim._kinematics import (
     outer3,
     tilde,
 )
-from jaxsim._signals import breakpoints_of
-from jaxsim._validation import (
+from jaxsim.signals import breakpoints_of
+from jaxsim.validation import (
     check_inertia,
     check_name,
     check_nonnegative,

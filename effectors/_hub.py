@@ -3,8 +3,8 @@ r"""The rigid hub of a spacecraft: mass, inertia about its own CoM, and CoM offs
 import equinox as eqx
 import jax.numpy as jnp
 
-from jaxsim._kinematics import cross3, dot3, mm3, mv3, tilde
-from jaxsim._validation import as_array, check_inertia, check_positive
+from jaxsim.kinematics import cross3, dot3, mm3, mv3, tilde
+from jaxsim.validation import as_array, check_inertia, check_positive
 
 from ._types import EnergyMomentum, MassProps
 

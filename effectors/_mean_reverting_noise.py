@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxsim._validation import as_array, check_name, check_nonnegative, check_positive
+from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
 
 from ._effector import AbstractStateEffector
 from ._types import BackSub, HubContext

@@ -108,9 +108,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxsim._kinematics import cross3, dot3, mv3, outer3
-from jaxsim._signals import AbstractSignal, breakpoints_of, evaluate
-from jaxsim._validation import (
+from jaxsim.kinematics import cross3, dot3, mv3, outer3
+from jaxsim.signals import AbstractSignal, breakpoints_of, evaluate
+from jaxsim.validation import (
     as_array,
     check_name,
     check_nonnegative,

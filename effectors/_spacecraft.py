@@ -18,9 +18,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from jaxsim._dynamic_object import AbstractDynamicObject, merge_derived
-from jaxsim._kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_to_dcm, mv3, tilde
-from jaxsim._validation import as_array, check_name, check_unique_names
+from jaxsim.dynamic_object import AbstractDynamicObject, merge_derived
+from jaxsim.kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_to_dcm, mv3, tilde
+from jaxsim.validation import as_array, check_name, check_unique_names
 
 from ._effector import AbstractDynamicEffector, AbstractStateEffector
 from ._gravity import AbstractGravityBody, gravity_at

@@ -8,8 +8,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxsim._kinematics import cross3, dot3, mm3, outer3, tilde
-from jaxsim._validation import check_name, check_nonnegative, check_positive, check_unit_vectors
+from jaxsim.kinematics import cross3, dot3, mm3, outer3, tilde
+from jaxsim.validation import check_name, check_nonnegative, check_positive, check_unit_vectors
 
 from ._effector import AbstractStateEffector
 from ._types import BackSub, EnergyMomentum, HubContext, MassProps

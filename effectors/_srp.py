@@ -4,8 +4,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxsim._signals import AbstractSignal, evaluate
-from jaxsim._validation import as_array, check_name, check_nonnegative, check_positive
+from jaxsim.signals import AbstractSignal, evaluate
+from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
 
 from ._effector import AbstractDynamicEffector
 from ._types import ForceTorque, HubContext

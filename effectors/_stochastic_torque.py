@@ -4,7 +4,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxsim._validation import as_array, check_name
+from jaxsim.validation import as_array, check_name
 
 from ._drag import read_state
 from ._effector import AbstractDynamicEffector

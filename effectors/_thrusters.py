@@ -4,8 +4,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxsim._signals import AbstractSignal, breakpoints_of, evaluate
-from jaxsim._validation import (
+from jaxsim.signals import AbstractSignal, breakpoints_of, evaluate
+from jaxsim.validation import (
     as_array,
     check_name,
     check_positive,

@@ -9,8 +9,8 @@ or any callable `t -> array`) whose value is broadcast to `(n,)`.
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._signals import AbstractSignal, evaluate
-from jaxsim._validation import as_array
+from jaxsim.signals import AbstractSignal, evaluate
+from jaxsim.validation import as_array
 
 
 def unit_count(cls: str, arg: str, value) -> int:

@@ -12,10 +12,13 @@ jax.config.update("jax_enable_x64", True)
 
 from . import (  # plotting/results import matplotlib/xarray only when used
     animation as animation,
+    dynamic_object as dynamic_object,
     kinematics as kinematics,
     montecarlo as montecarlo,
     plotting as plotting,
     results as results,
+    signals as signals,
+    validation as validation,
 )
 from ._clocks import (
     AbstractClock as AbstractClock,

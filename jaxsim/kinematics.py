@@ -14,6 +14,7 @@ from ._kinematics import (
     mrp_switch as mrp_switch,
     mrp_to_dcm as mrp_to_dcm,
     mrp_to_quat as mrp_to_quat,
+    mtv3 as mtv3,
     mv3 as mv3,
     outer3 as outer3,
     prv_to_dcm as prv_to_dcm,
