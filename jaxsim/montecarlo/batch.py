@@ -100,9 +100,9 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._compile import compiler_options
-from ._kinematics import prv_to_dcm
-from ._validation import as_array, check_inertia, check_nonnegative, check_unit_vectors, fail
+from .._compile import compiler_options
+from .._kinematics import prv_to_dcm
+from .._validation import as_array, check_inertia, check_nonnegative, check_unit_vectors, fail
 
 
 __all__ = [
