@@ -144,6 +144,9 @@ class Drag(AbstractDynamicEffector):
         )
         return ForceTorque(jnp.zeros(3), F_B, cross3(self.r_cp_B, F_B))
 
+    # Units of the `outputs` entries (`output_units()`).
+    OUTPUT_UNITS = {"density": "kg/m^3", "Cd": "-", "force_B": "N", "torque_B": "N m"}
+
     def outputs(self, ctx: HubContext) -> dict:
         ft = self.force_torque(ctx)
         return {

@@ -14,6 +14,7 @@ import abc
 from typing import Any
 
 import equinox as eqx
+import jax
 
 from ._types import BackSub, EnergyMomentum, ForceTorque, HubContext, MassProps
 
@@ -26,6 +27,22 @@ class AbstractEffector(eqx.Module):
     def breakpoints(self) -> tuple:
         """Times [s] at which this effector's inputs are discontinuous."""
         return ()
+
+    # Units of the `outputs` entries by name, e.g. `{"torque_B": "N m"}` (subclasses set it; it may
+    # name entries that a configuration does not record, e.g. the angle of balanced wheels).
+    OUTPUT_UNITS = {}
+
+    def output_units(self) -> dict:
+        """Units of this effector's `outputs` entries, keyed like them (`{"torque_B": "N m"}`);
+        effectors mounted on it (`attached`) nest theirs under `"attached"` by name, as their
+        outputs do. Read by `Spacecraft.output_units`, hence by `jaxsim.results.to_xarray` and
+        the plots. Default: the class's `OUTPUT_UNITS`."""
+        units = dict(self.OUTPUT_UNITS)
+        kids = {c.name: c.output_units() for c in getattr(self, "attached", ())}
+        kids = {name: u for name, u in kids.items() if u}
+        if kids:
+            units["attached"] = kids
+        return units
 
     @property
     def reads_states(self) -> tuple[str, ...]:
@@ -54,6 +71,19 @@ class AbstractStateEffector(AbstractEffector):
     @abc.abstractmethod
     def init_state(self, **overrides) -> Any:
         """The effector's state pytree at t0, from its configured initial values (or `overrides`)."""
+
+    # Units of the state leaves by name (a dict state), or one unit string (an array state).
+    STATE_UNITS = {}
+
+    def state_units(self):
+        """Units of this effector's state, keyed like `init_state()`'s dict (only the entries it
+        has), or one unit string for an array state. Default: from the class's `STATE_UNITS`."""
+        if isinstance(self.STATE_UNITS, str):
+            return self.STATE_UNITS
+        state = jax.eval_shape(self.init_state)
+        if not isinstance(state, dict):
+            return {}
+        return {k: u for k, u in self.STATE_UNITS.items() if k in state}
 
     def mass_props(self, t, x) -> MassProps:
         """Mass properties this effector adds to the spacecraft (about $B$). Default: none."""

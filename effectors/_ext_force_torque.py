@@ -59,6 +59,9 @@ class ExtForceTorque(AbstractDynamicEffector):
         tau = tau + cmd.get("torque_B", 0.0)
         return ForceTorque(jnp.asarray(F_N), jnp.asarray(F_B), jnp.asarray(tau))
 
+    # Units of the `outputs` entries (`output_units()`).
+    OUTPUT_UNITS = {"force_N": "N", "force_B": "N", "torque_B": "N m"}
+
     def outputs(self, ctx):
         ft = self.force_torque(ctx)
         return {"force_N": ft.force_N, "force_B": ft.force_B, "torque_B": ft.torque_B}

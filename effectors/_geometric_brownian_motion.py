@@ -80,5 +80,9 @@ class GeometricBrownianMotion(AbstractStateEffector):
     def diffusion(self, x, ctx: HubContext):
         return jnp.diag(self.s * (1.0 + x))
 
+    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    STATE_UNITS = "-"
+    OUTPUT_UNITS = {"delta": "-", "factor": "-"}
+
     def outputs(self, x, ctx: HubContext) -> dict:
         return {"delta": x, "factor": 1.0 + x}

@@ -54,5 +54,8 @@ class GravityGradient(AbstractDynamicEffector):
         z = jnp.zeros(3)
         return ForceTorque(z, z, tau)
 
+    # Units of the `outputs` entries (`output_units()`).
+    OUTPUT_UNITS = {"torque_B": "N m"}
+
     def outputs(self, ctx):
         return {"torque_B": self.force_torque(ctx).torque_B}

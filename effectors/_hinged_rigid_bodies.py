@@ -327,6 +327,22 @@ class HingedRigidBodies(AbstractStateEffector):
         )
         return EnergyMomentum(jnp.sum(H, axis=0), jnp.sum(E))
 
+    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    STATE_UNITS = {"theta": "rad", "thetaDot": "rad/s"}
+    OUTPUT_UNITS = {
+        "theta": "rad",
+        "thetaDot": "rad/s",
+        "hinge_torque": "N m",
+        "damper_power": "W",
+        "r_SN_N": "m",
+        "v_SN_N": "m/s",
+        "sigma_SN": "-",
+        "omega_SN_S": "rad/s",
+        "attached_force_S": "N",
+        "attached_torque_S": "N m",
+        "attached_hinge_torque": "N m",
+    }
+
     def outputs(self, x, ctx: HubContext) -> dict:
         kin = self._kinematics(x)
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin

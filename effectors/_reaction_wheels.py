@@ -688,6 +688,25 @@ class ReactionWheels(AbstractStateEffector):
         E = jnp.sum(0.5 * dot3(omega_W, Iw) + 0.5 * m * dot3(rdot, rdot))
         return EnergyMomentum(H, E)
 
+    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    STATE_UNITS = {
+        "Omega": "rad/s",
+        "theta": "rad",
+        "stribeck": "-",
+        "Omega_prev": "rad/s",
+        "motor_work": "J",
+        "friction_work": "J",
+    }
+    OUTPUT_UNITS = {
+        "Omega": "rad/s",
+        "u_cmd": "N m",
+        "u_s": "N m",
+        "friction_torque": "N m",
+        "power": "W",
+        "theta": "rad",
+        "stribeck": "-",
+    }
+
     def outputs(self, x, ctx: HubContext) -> dict:
         u_cmd, u_s, tau_f = self._torques(x, ctx)
         out = {

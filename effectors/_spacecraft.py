@@ -29,6 +29,24 @@ from ._types import BackSub, ForceTorque, HubContext, MassProps
 
 
 _HUB_KEY = "hub"
+# Units of the hub state, of the spacecraft's own outputs and of Basilisk's logged totals.
+_HUB_STATE_UNITS = {"r_BN_N": "m", "v_BN_N": "m/s", "sigma_BN": "-", "omega_BN_B": "rad/s"}
+_OUTPUT_UNITS = {
+    "r_BN_N": "m",
+    "v_BN_N": "m/s",
+    "r_CN_N": "m",
+    "v_CN_N": "m/s",
+    "sigma_BN": "-",
+    "omega_BN_B": "rad/s",
+    "massSC": "kg",
+    "c_B": "m",
+    "ISC_PntB_B": "kg m^2",
+    "g_N": "m/s^2",
+    "totOrbEnergy": "J",
+    "totRotEnergy": "J",
+    "totOrbAngMomPntN_N": "kg m^2/s",
+    "totRotAngMomPntC_N": "kg m^2/s",
+}
 
 
 def _tuple_of(cls_name, arg, items, base):
@@ -333,6 +351,25 @@ class Spacecraft(AbstractDynamicObject):
         """`outputs` and `energy_momentum` together, from one evaluation of the hub context."""
         ctx = self.context(t, y, args)
         return merge_derived(self._outputs(ctx, y), self._energy_momentum(ctx, y))
+
+    def output_units(self) -> dict:
+        """Units of `derived`'s entries: the hub's outputs and Basilisk's totals, and each effector's
+        `output_units()` under its name (as in `sol.outputs`)."""
+        units = dict(_OUTPUT_UNITS)
+        for e in self.state_effectors + self.dynamic_effectors:
+            u = e.output_units()
+            if u:
+                units[e.name] = u
+        return units
+
+    def state_units(self) -> dict:
+        """Units of the state: `{"hub": {...}, <state effector name>: its state_units()}`."""
+        units = {_HUB_KEY: dict(_HUB_STATE_UNITS)}
+        for e in self.state_effectors:
+            u = e.state_units()
+            if u:
+                units[e.name] = u
+        return units
 
     def _outputs(self, ctx: HubContext, y) -> dict:
         out = {

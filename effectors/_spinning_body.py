@@ -347,6 +347,21 @@ class SpinningBodies(AbstractStateEffector):
         )
         return EnergyMomentum(jnp.sum(H, axis=0), jnp.sum(E))
 
+    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    STATE_UNITS = {"theta": "rad", "thetaDot": "rad/s"}
+    OUTPUT_UNITS = {
+        "theta": "rad",
+        "thetaDot": "rad/s",
+        "axis_torque": "N m",
+        "damper_power": "W",
+        "r_ScN_N": "m",
+        "v_ScN_N": "m/s",
+        "sigma_SN": "-",
+        "omega_SN_S": "rad/s",
+        "attached_force_S": "N",
+        "attached_torque_S": "N m",
+    }
+
     def outputs(self, x, ctx: HubContext) -> dict:
         kin = self._kinematics(x)
         thetaDot = kin["thetaDot"]

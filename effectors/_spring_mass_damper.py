@@ -141,6 +141,16 @@ class SpringMassDampers(AbstractStateEffector):
         E = jnp.sum(0.5 * m * dot3(rDot, rDot) + 0.5 * self.k * x["rho"] ** 2)
         return EnergyMomentum(H, E)
 
+    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    STATE_UNITS = {"rho": "m", "rhoDot": "m/s"}
+    OUTPUT_UNITS = {
+        "rho": "m",
+        "rhoDot": "m/s",
+        "r_PcB_B": "m",
+        "spring_force": "N",
+        "damper_power": "W",
+    }
+
     def outputs(self, x, ctx: HubContext) -> dict:
         r, _ = self._kinematics(x)
         rho, rhoDot = x["rho"], x["rhoDot"]

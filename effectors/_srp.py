@@ -181,6 +181,9 @@ class CannonballSRP(AbstractDynamicEffector):
         F_N, _ = self._force(ctx)
         return ForceTorque(F_N, jnp.zeros(3), jnp.zeros(3))
 
+    # Units of the `outputs` entries (`output_units()`).
+    OUTPUT_UNITS = {"force_N": "N", "nu": "-"}
+
     def outputs(self, ctx: HubContext) -> dict:
         F_N, nu = self._force(ctx)
         return {"force_N": F_N, "nu": nu}

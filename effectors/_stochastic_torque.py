@@ -65,5 +65,8 @@ class StochasticTorque(AbstractDynamicEffector):
         tau = self.scale * x[self.index : self.index + 3]
         return ForceTorque(jnp.zeros(3), jnp.zeros(3), tau)
 
+    # Units of the `outputs` entries (`output_units()`).
+    OUTPUT_UNITS = {"torque_B": "N m"}
+
     def outputs(self, ctx: HubContext) -> dict:
         return {"torque_B": self.force_torque(ctx).torque_B}

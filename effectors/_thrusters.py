@@ -116,6 +116,16 @@ class Thrusters(AbstractDynamicEffector):
         _, _, F_B, tau_B, _ = self._loads(ctx)
         return ForceTorque(jnp.zeros(3), F_B, tau_B)
 
+    # Units of the `outputs` entries (`output_units()`).
+    OUTPUT_UNITS = {
+        "throttle": "-",
+        "thrust_B": "N",
+        "force_B": "N",
+        "torque_B": "N m",
+        "mDot": "kg/s",
+        "mDot_total": "kg/s",
+    }
+
     def outputs(self, ctx: HubContext) -> dict:
         u, F_i, F_B, tau_B, mdot = self._loads(ctx)
         return {

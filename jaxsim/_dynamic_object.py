@@ -62,6 +62,17 @@ class AbstractDynamicObject(eqx.Module):
         """Derived outputs recorded at sample times (dict of arrays). Default: none."""
         return {}
 
+    def output_units(self) -> dict:
+        """Units of the entries `derived` records, keyed like them (nested dicts for nested
+        entries), e.g. `{"r_BN_N": "m", "rw": {"Omega": "rad/s"}}`; `jaxsim.results.to_xarray` and
+        `jaxsim.plotting` read them for attributes and labels. Default: none (`{}`)."""
+        return {}
+
+    def state_units(self):
+        """Units of the state leaves, keyed like `init_state()`'s dict (or one unit string for an
+        array state). Default: none (`{}`)."""
+        return {}
+
     def derived(self, t, y, args) -> dict:
         """`outputs` merged with `energy_momentum` (what `simulate` records at the samples).
 

@@ -1,4 +1,4 @@
-r"""Quick-look plots of simulation results (matplotlib, an optional dependency).
+r"""Quick-look plots of simulation results (matplotlib, an optional dependency); model-agnostic.
 
 Every function takes a `Solution` from `jaxsim.simulate` (or the dict of `jaxsim.results.to_numpy`)
 and returns the `matplotlib.figure.Figure` it drew (created with `pyplot`, so notebooks show it;
@@ -6,13 +6,19 @@ close it with `plt.close(fig)` in scripts). matplotlib is imported only when a f
 `import jaxsim` never imports it. Install with `pip install 'jaxsim[notebooks]'` or
 `pip install matplotlib`.
 
+The engine knows no spacecraft: quantities are named by the caller (a key of `sol.outputs`, or a
+dotted path such as `"rw.Omega"` into `sol.outputs`, else into `sol.ys`), and units come from the
+model (`model.output_units()`, passed as `units=model`). The spacecraft plots `plot_orbit`,
+`plot_attitude`, `plot_wheel_speeds` and `plot_energy_drift` with Basilisk's four totals as default
+keys live in `effectors.plotting` (which also re-exports the functions here); asking this module for
+the moved names raises an `AttributeError` that says so.
+
 ```python
 from jaxsim import plotting
 
-fig = plotting.plot_orbit(sol)
-fig = plotting.plot_attitude(sol)
+fig = plotting.plot_series(sol, ["sigma_BN", "omega_BN_B"], units=sc)   # one axis per key
+fig = plotting.plot_trajectory(sol, "r_CN_N", scale=1e-3, unit="km")    # projections and norm
 fig = plotting.plot_energy_drift(sol, keys=("totOrbEnergy", "totOrbAngMomPntN_N"))
-fig = plotting.plot_wheel_speeds(sol, name="rw")
 fig = plotting.plot_dispersion(ts, omega_samples, labels=["x", "y", "z"])   # (batch, n, 3)
 ```
 
@@ -23,20 +29,33 @@ import numpy as np
 
 
 __all__ = [
-    "plot_attitude",
     "plot_dispersion",
     "plot_energy_drift",
-    "plot_orbit",
-    "plot_wheel_speeds",
+    "plot_series",
+    "plot_trajectory",
+    "pyplot",
     "relative_drift",
+    "series",
+    "time_axis",
 ]
 
 _TIME_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
-_DEFAULT_DRIFT_KEYS = ("totOrbEnergy", "totOrbAngMomPntN_N", "totRotEnergy", "totRotAngMomPntC_N")
 _XYZ = ("x", "y", "z")
+# Spacecraft plots that moved to the physics library (`effectors.plotting`).
+_MOVED = ("plot_orbit", "plot_attitude", "plot_wheel_speeds")
 
 
-def _pyplot():
+def __getattr__(name):
+    if name in _MOVED:
+        raise AttributeError(
+            f"jaxsim.plotting.{name} moved to effectors.plotting (the engine knows no spacecraft); "
+            f"use `from effectors import plotting` and `plotting.{name}(sol)`."
+        )
+    raise AttributeError(f"module 'jaxsim.plotting' has no attribute {name!r}")
+
+
+def pyplot():
+    """`matplotlib.pyplot`, or an `ImportError` that says how to install matplotlib."""
     try:
         import matplotlib.pyplot as plt
     except ImportError as err:
@@ -54,7 +73,9 @@ def _field(sol, name):
     return value
 
 
-def _times(sol, time_unit):
+def time_axis(sol, time_unit: str = "s"):
+    """`(t, label)`: the sample times of one run in `time_unit` (`"s"`, `"min"`, `"h"`) and the
+    axis label `"t [<unit>]"`; a batch (`ts` not 1-D) raises `ValueError`."""
     if time_unit not in _TIME_UNITS:
         raise ValueError(
             f"jaxsim.plotting: `time_unit` must be one of {sorted(_TIME_UNITS)}; got {time_unit!r}."
@@ -68,70 +89,107 @@ def _times(sol, time_unit):
     return ts / _TIME_UNITS[time_unit], f"t [{time_unit}]"
 
 
-def _hub_quantity(sol, key):
-    """`outputs[key]`, else the hub state `ys["hub"][key]`."""
+def _lookup(tree, key):
+    for part in key.split("."):
+        if not isinstance(tree, dict) or part not in tree:
+            return None
+        tree = tree[part]
+    return tree
+
+
+def series(sol, key: str) -> np.ndarray:
+    """The saved samples of `key` as a float numpy array (leading axis: the samples).
+
+    `key` is an entry of `sol.outputs` or a dotted path into it (`"rw.Omega"`); when absent there,
+    a dotted path into the state `sol.ys` (`"hub.sigma_BN"`). Else `ValueError` listing both.
+    """
     outputs = sol.get("outputs") if isinstance(sol, dict) else getattr(sol, "outputs", None)
-    if isinstance(outputs, dict) and key in outputs:
-        return np.asarray(outputs[key], dtype=float)
-    ys = _field(sol, "ys")
-    if isinstance(ys, dict) and isinstance(ys.get("hub"), dict) and key in ys["hub"]:
-        return np.asarray(ys["hub"][key], dtype=float)
-    raise ValueError(
-        f"jaxsim.plotting: `{key}` is neither in `sol.outputs` nor in `sol.ys['hub']` (is the "
-        "model a Spacecraft?)."
-    )
+    value = _lookup(outputs, key)
+    if value is None or isinstance(value, dict):
+        ys = sol.get("ys") if isinstance(sol, dict) else getattr(sol, "ys", None)
+        value = _lookup(ys, key)
+    if value is None or isinstance(value, dict):
+        have_out = sorted(outputs) if isinstance(outputs, dict) else []
+        ys = sol.get("ys") if isinstance(sol, dict) else getattr(sol, "ys", None)
+        have_ys = sorted(ys) if isinstance(ys, dict) else []
+        raise ValueError(
+            f"jaxsim.plotting: `{key}` is neither in `sol.outputs` ({have_out}) nor in `sol.ys` "
+            f"({have_ys})."
+        )
+    return np.asarray(value, dtype=float)
 
 
-def plot_orbit(sol, *, key: str = "r_CN_N", time_unit: str = "min"):
-    """Orbit of the spacecraft: the three projections of the position onto the $\\mathcal N$ axes
-    planes (x-y, x-z, y-z) and the radius against time.
+def _unit(units, key):
+    """The unit of `key` from a model (its `output_units()`) or a nested dict; '' when unknown."""
+    if units is None:
+        return ""
+    if hasattr(units, "output_units"):
+        units = units.output_units()
+    unit = _lookup(units, key)
+    return unit if isinstance(unit, str) else ""
+
+
+def plot_series(sol, keys, *, units=None, time_unit: str = "min"):
+    """Saved quantities against time: one axis per key, one line per component.
 
     **Arguments:**
 
-    - `sol`: one run of a `Spacecraft` (position read from `sol.outputs[key]`, else the hub state).
-    - `key`: which position, `"r_CN_N"` (composite CoM, default) or `"r_BN_N"` (body origin) [m].
+    - `sol`: one run.
+    - `keys`: names of the quantities (see `series`), one or several.
+    - `units`: the model (its `output_units()` labels the axes) or a dict keyed like
+      `sol.outputs`; None: no units in the labels.
     - `time_unit`: unit of the time axis.
 
-    **Returns:** a Figure with 4 axes; the projections are in km, equal aspect.
+    **Returns:** a Figure with one axis per key (lines labelled `"<key>[i]"`, y label
+    `"<key> [<unit>]"`).
     """
-    plt = _pyplot()
-    t, t_label = _times(sol, time_unit)
-    r_km = _hub_quantity(sol, key) / 1e3
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), constrained_layout=True)
-    for ax, (i, j) in zip(axes[:3], [(0, 1), (0, 2), (1, 2)]):
-        ax.plot(r_km[:, i], r_km[:, j])
-        ax.plot(r_km[:1, i], r_km[:1, j], "o", color="k", label="t0")
-        ax.set(xlabel=f"{_XYZ[i]} [km]", ylabel=f"{_XYZ[j]} [km]", aspect="equal")
-        ax.set_title(f"{key} ({_XYZ[i]}-{_XYZ[j]})")
-    axes[0].legend(loc="best")
-    axes[3].plot(t, np.linalg.norm(r_km, axis=-1))
-    axes[3].set(xlabel=t_label, ylabel="|r| [km]", title=f"|{key}|")
-    return fig
-
-
-def plot_attitude(sol, *, time_unit: str = "min"):
-    """Attitude MRPs `sigma_BN` [-] and body rates `omega_BN_B` [rad/s] against time.
-
-    **Arguments:** `sol`: one run of a `Spacecraft`; `time_unit`: unit of the time axis.
-
-    **Returns:** a Figure with 2 axes (3 lines each: x, y, z components; the MRP shadow-set
-    switches show as jumps of `sigma_BN`).
-    """
-    plt = _pyplot()
-    t, t_label = _times(sol, time_unit)
-    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True, constrained_layout=True)
-    for ax, key, unit in zip(axes, ("sigma_BN", "omega_BN_B"), ("-", "rad/s")):
-        value = _hub_quantity(sol, key)
+    plt = pyplot()
+    t, t_label = time_axis(sol, time_unit)
+    keys = (keys,) if isinstance(keys, str) else tuple(keys)
+    values = [series(sol, key).reshape(len(t), -1) for key in keys]
+    fig, axes = plt.subplots(len(keys), 1, figsize=(9, 1.0 + 2.5 * len(keys)), sharex=True,
+                             squeeze=False, constrained_layout=True)  # fmt: skip
+    for ax, key, value in zip(axes[:, 0], keys, values):
         for i in range(value.shape[-1]):
             ax.plot(t, value[:, i], label=f"{key}[{i}]")
-        ax.set(ylabel=f"{key} [{unit}]")
+        unit = _unit(units, key)
+        ax.set(ylabel=f"{key} [{unit}]" if unit else key)
         ax.legend(loc="best", ncols=3)
         ax.grid(alpha=0.3)
-    axes[-1].set(xlabel=t_label)
+    axes[-1, 0].set(xlabel=t_label)
     return fig
 
 
-def plot_energy_drift(sol, keys=_DEFAULT_DRIFT_KEYS, *, log: bool = True, time_unit: str = "min"):
+def plot_trajectory(sol, key: str, *, scale: float = 1.0, unit: str = "", time_unit: str = "min"):
+    """A 3-vector's path: its projections onto the x-y, x-z, y-z planes and its norm against time.
+
+    **Arguments:**
+
+    - `sol`: one run; `key`: the quantity (see `series`), shape `(n, 3)`.
+    - `scale`: factor applied before plotting (e.g. `1e-3` for m -> km); `unit`: its label.
+    - `time_unit`: unit of the time axis.
+
+    **Returns:** a Figure with 4 axes; the projections have equal aspect and mark the start.
+    """
+    plt = pyplot()
+    t, t_label = time_axis(sol, time_unit)
+    r = series(sol, key) * scale
+    if r.shape[-1:] != (3,):
+        raise ValueError(f"plot_trajectory: `{key}` must be a 3-vector; got shape {r.shape}.")
+    u = f" [{unit}]" if unit else ""
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), constrained_layout=True)
+    for ax, (i, j) in zip(axes[:3], [(0, 1), (0, 2), (1, 2)]):
+        ax.plot(r[:, i], r[:, j])
+        ax.plot(r[:1, i], r[:1, j], "o", color="k", label="t0")
+        ax.set(xlabel=f"{_XYZ[i]}{u}", ylabel=f"{_XYZ[j]}{u}", aspect="equal")
+        ax.set_title(f"{key} ({_XYZ[i]}-{_XYZ[j]})")
+    axes[0].legend(loc="best")
+    axes[3].plot(t, np.linalg.norm(r, axis=-1))
+    axes[3].set(xlabel=t_label, ylabel=f"|{key}|{u}", title=f"|{key}|")
+    return fig
+
+
+def plot_energy_drift(sol, keys, *, log: bool = True, time_unit: str = "min"):
     """Relative drift of energies and momenta from their initial values.
 
     For a scalar $x$ the curve is $|x(t) - x(0)| / |x(0)|$; for a vector $\\|x(t) - x(0)\\| /
@@ -139,16 +197,16 @@ def plot_energy_drift(sol, keys=_DEFAULT_DRIFT_KEYS, *, log: bool = True, time_u
 
     **Arguments:**
 
-    - `sol`: one run with these outputs (a `Spacecraft` logs `totOrbEnergy`, `totRotEnergy`,
-      `totOrbAngMomPntN_N`, `totRotAngMomPntC_N`, as Basilisk does).
-    - `keys`: output names to plot (missing ones raise `ValueError`).
+    - `sol`: one run with these outputs.
+    - `keys`: output names to plot, e.g. a model's energies and momenta (missing ones raise
+      `ValueError`; `effectors.plotting.plot_energy_drift` defaults to Basilisk's four totals).
     - `log`: logarithmic y axis (exact zeros, e.g. at $t = 0$, are not drawn there).
     - `time_unit`: unit of the time axis.
 
     **Returns:** a Figure with 1 axis, one line per key.
     """
-    plt = _pyplot()
-    t, t_label = _times(sol, time_unit)
+    plt = pyplot()
+    t, t_label = time_axis(sol, time_unit)
     outputs = _field(sol, "outputs")
     if isinstance(keys, str):
         keys = (keys,)
@@ -182,40 +240,6 @@ def relative_drift(x):
     return change / scale if scale > 0 else change
 
 
-def plot_wheel_speeds(sol, name: str = "rw", *, rpm: bool = False, time_unit: str = "min"):
-    """Reaction-wheel speeds `Omega` of the state effector `name` against time.
-
-    **Arguments:**
-
-    - `sol`: one run of a `Spacecraft` with a `ReactionWheels` effector (state `sol.ys[name]["Omega"]`
-      [rad/s], shape `(n, num_wheels)`).
-    - `name`: the effector's name.
-    - `rpm`: plot in revolutions per minute instead of rad/s.
-    - `time_unit`: unit of the time axis.
-
-    **Returns:** a Figure with 1 axis, one line per wheel.
-    """
-    plt = _pyplot()
-    t, t_label = _times(sol, time_unit)
-    ys = _field(sol, "ys")
-    if not isinstance(ys, dict) or name not in ys or "Omega" not in ys[name]:
-        have = sorted(ys) if isinstance(ys, dict) else type(ys).__name__
-        raise ValueError(
-            f"plot_wheel_speeds: no wheel state `ys[{name!r}]['Omega']`; state entries are {have}."
-        )
-    omega = np.asarray(ys[name]["Omega"], dtype=float).reshape(len(t), -1)
-    if rpm:
-        omega = omega * 60.0 / (2.0 * np.pi)
-    fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
-    for i in range(omega.shape[1]):
-        ax.plot(t, omega[:, i], label=f"{name}[{i}]")
-    ax.set(xlabel=t_label, ylabel="Omega [rpm]" if rpm else "Omega [rad/s]",
-           title=f"wheel speeds ({name})")  # fmt: skip
-    ax.legend(loc="best")
-    ax.grid(alpha=0.3)
-    return fig
-
-
 def plot_dispersion(
     ts,
     samples,
@@ -247,7 +271,7 @@ def plot_dispersion(
     **Returns:** a Figure with k axes; each has the median line first, then `members` lines, then
     the reference line (if any), and one shaded band per percentile.
     """
-    plt = _pyplot()
+    plt = pyplot()
     if time_unit not in _TIME_UNITS:
         raise ValueError(
             f"plot_dispersion: `time_unit` must be one of {sorted(_TIME_UNITS)}; got {time_unit!r}."

@@ -9,9 +9,12 @@ from jaxsim.results import to_numpy, to_xarray
 
 res = to_numpy(sol)                  # {"ts", "ys", "outputs", "counts", "stats"}
 np.savez("run.npz", **flatten(res))  # flat "outputs.r_CN_N"-style keys
-ds = to_xarray(sol)                  # needs xarray (the `notebooks` extra)
-ds["r_CN_N"].sel(time=600.0)
+ds = to_xarray(sol, model=sc)        # needs xarray (the `notebooks` extra)
+ds["r_CN_N"].sel(time=600.0), ds["r_CN_N"].attrs["units"]
 ```
+
+Units come from the model (`model_units(model)`: its `output_units()` and `state_units()`, a
+`System` nesting its objects' by name); the engine holds no table of quantity names.
 """
 
 from typing import Any
@@ -19,35 +22,42 @@ from typing import Any
 import jax
 import numpy as np
 
+from ._dynamic_object import AbstractDynamicObject, System
 
-__all__ = ["flatten", "to_numpy", "to_xarray"]
+
+__all__ = ["flatten", "model_units", "to_numpy", "to_xarray"]
 
 _FIELDS = ("ts", "ys", "outputs", "counts", "stats")
+_UNIT_FIELDS = ("outputs", "ys", "counts")
+_COUNT_UNIT = "count"  # step-map counters (e.g. shadow-set switches) are integer counts
 
-# Units of the Basilisk-named outputs (matched on the last path component), for xarray attrs.
-_UNITS = {
-    "r_BN_N": "m",
-    "r_CN_N": "m",
-    "v_BN_N": "m/s",
-    "v_CN_N": "m/s",
-    "sigma_BN": "-",
-    "omega_BN_B": "rad/s",
-    "massSC": "kg",
-    "c_B": "m",
-    "ISC_PntB_B": "kg m^2",
-    "g_N": "m/s^2",
-    "totOrbEnergy": "J",
-    "totRotEnergy": "J",
-    "totOrbAngMomPntN_N": "kg m^2/s",
-    "totRotAngMomPntC_N": "kg m^2/s",
-    "torque_B": "N m",
-    "force_B": "N",
-    "force_N": "N",
-    "Omega": "rad/s",
-    "theta": "rad",
-    "thetaDot": "rad/s",
-    "mrp_switches": "count",
-}
+
+def model_units(model) -> dict:
+    """A model's units, `{"outputs": ..., "ys": ..., "counts": ...}`, keyed like a `Solution`'s.
+
+    `outputs` is `model.output_units()` and `ys` is `model.state_units()` (see
+    `AbstractDynamicObject`); a `System` nests its objects' under their names, as its state and
+    outputs do. `counts` (step-map counters) are counts.
+    """
+    if isinstance(model, System):
+        parts = {o.name: model_units(o) for o in model.objects}
+        return {kind: {name: u[kind] for name, u in parts.items()} for kind in _UNIT_FIELDS}
+    if not isinstance(model, AbstractDynamicObject):
+        raise TypeError(
+            f"model_units: `model` must be an AbstractDynamicObject; got {type(model).__name__}."
+        )
+    return {"outputs": model.output_units(), "ys": model.state_units(), "counts": _COUNT_UNIT}
+
+
+def _unit_at(units, path):
+    """The unit string at a dotted `path` of a nested units dict (None when unknown)."""
+    for part in path.split(".") if path else ():
+        if isinstance(units, str):
+            break
+        if not isinstance(units, dict) or part not in units:
+            return None
+        units = units[part]
+    return units if isinstance(units, str) else None
 
 
 def _field(sol, name):
@@ -106,7 +116,7 @@ def flatten(res: dict) -> dict[str, np.ndarray]:
     return flat
 
 
-def to_xarray(sol, *, member_dim: str = "member"):
+def to_xarray(sol, *, member_dim: str = "member", model=None, units=None):
     """A `Solution` as an `xarray.Dataset` indexed by sample time.
 
     **Arguments:**
@@ -114,12 +124,16 @@ def to_xarray(sol, *, member_dim: str = "member"):
     - `sol`: a `Solution` (or `to_numpy` dict). A batched solution (`ts` of shape `(batch, n)`,
       all members sampled at the same times) gets a leading dimension `member_dim`.
     - `member_dim`: name of the batch dimension.
+    - `model`: the model that was simulated; its units (`model_units(model)`) become the
+      variables' `attrs["units"]`. None: counters carry `"count"`, other variables no units.
+    - `units`: instead of `model`, a dict `{"outputs": ..., "ys": ..., "counts": ...}` of nested
+      units keyed like the solution's fields.
 
     **Returns:** a Dataset with coordinate `time` [s] and one variable per leaf: outputs under their
     own names (`"r_CN_N"`, nested effector outputs as `"gravity_gradient.torque_B"`), states as
     `"ys.<path>"` (`"ys.hub.sigma_BN"`, or `"ys"` for an array state), step-map counters as
-    `"counts.<path>"`. Trailing (per-sample) axes are named `"<variable>_<i>"`; known Basilisk
-    quantities carry `attrs["units"]`. Final `stats` become Dataset attributes when scalar.
+    `"counts.<path>"`. Trailing (per-sample) axes are named `"<variable>_<i>"`; variables whose unit
+    the model gives carry `attrs["units"]`. Final `stats` become Dataset attributes when scalar.
 
     **Raises:** `ImportError` when xarray is missing (install `jaxsim[notebooks]`).
     """
@@ -131,6 +145,14 @@ def to_xarray(sol, *, member_dim: str = "member"):
             "`pip install 'jaxsim[notebooks]'` (the `notebooks` extra) or `pip install xarray`."
         ) from err
 
+    if model is not None and units is not None:
+        raise ValueError("to_xarray: give either `model` or `units`, not both.")
+    if model is not None:
+        units = model_units(model)
+    elif units is None:
+        units = {"counts": _COUNT_UNIT}
+    elif not isinstance(units, dict):
+        raise TypeError(f"to_xarray: `units` must be a dict; got {type(units).__name__}.")
     res = to_numpy(sol)
     ts = res["ts"]
     if ts.ndim == 1:
@@ -145,11 +167,14 @@ def to_xarray(sol, *, member_dim: str = "member"):
     else:
         raise ValueError(f"to_xarray: `ts` must have 1 or 2 dimensions; got shape {ts.shape}.")
 
-    leaves = [(path, a) for path, a in _paths(res["outputs"], "")]
-    leaves += _paths(res["ys"], "ys")
-    leaves += _paths(res["counts"], "counts")
+    leaves = [
+        (path, a, _unit_at(units.get("outputs"), path)) for path, a in _paths(res["outputs"], "")
+    ]
+    for name in ("ys", "counts"):
+        leaves += [(path, a, _unit_at(units.get(name), path[len(name) + 1 :]))
+                   for path, a in _paths(res[name], name)]  # fmt: skip
     data_vars = {}
-    for path, a in leaves:
+    for path, a, unit in leaves:
         a = np.asarray(a)
         if a.shape[: len(lead)] != ts.shape:
             raise ValueError(
@@ -157,7 +182,6 @@ def to_xarray(sol, *, member_dim: str = "member"):
                 f"shape {ts.shape}."
             )
         dims = lead + tuple(f"{path}_{i}" for i in range(a.ndim - len(lead)))
-        unit = _UNITS.get(path.rsplit(".", 1)[-1])
         data_vars[path] = xr.Variable(dims, a, attrs={"units": unit} if unit else {})
     attrs = {}
     for key, value in res["stats"].items():

@@ -1,5 +1,6 @@
-"""Spacecraft animation (`jaxsim.animation`): geometry against closed forms and against the panel
-effector's own outputs, wheel spin angles, GIF/MP4 export, validation errors, import hygiene."""
+"""Spacecraft animation (`effectors.animation`, drawn by the generic `jaxsim.animation`): geometry
+against closed forms and against the panel effector's own outputs, wheel spin angles, the generic
+scene primitives, GIF/MP4 export, validation errors, import hygiene."""
 
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from jaxsim import animation
+from effectors import animation
 from jaxsim.kinematics import euler_axis_rotation, mrp_to_dcm
 
 
@@ -248,6 +249,58 @@ def test_subsampling_and_directions(run):
     r = np.asarray(sol.outputs["r_BN_N"])[g["index"]]
     nadir_B = np.einsum("nij,nj->ni", g["dcm_BN"], -r / np.linalg.norm(r, axis=-1, keepdims=True))
     np.testing.assert_allclose(g["directions"]["nadir"], nadir_B, atol=1e-15)
+
+
+# --------------------------------------------------------------------------------------------------
+# Generic scene (jaxsim.animation): what is drawn at a frame is the primitives' data at that frame
+
+
+def test_scene_draws_primitives_at_each_frame():
+    k = 5
+    ts = np.linspace(0.0, 4.0, k)
+    phi = 0.3 * ts
+    tip = np.stack([2.0 * np.cos(phi), 2.0 * np.sin(phi), np.zeros(k)], axis=-1)  # |tip| = 2 m
+    rod = np.stack([np.zeros((k, 3)), tip], axis=1)
+    square = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+    verts = np.broadcast_to(square + np.array([0.0, 0.0, 0.5]), (k, 1, 4, 3))
+    z = np.broadcast_to([0.0, 0.0, 1.0], (k, 3))
+    items = [js.animation.Polygons(verts), js.animation.Polyline(rod, color="k"),
+             js.animation.Ray(z, length=0.5, label="z")]  # fmt: skip
+    anim = js.animation.animate_scene(ts, items, fps=5, figsize=(2, 2))
+    # The extent is 1.15 times the farthest drawn point (the rod's tip, 2 m); rays do not count.
+    assert anim.extent == pytest.approx(1.15 * 2.0, rel=1e-15)
+    ax = anim.fig.axes[0]
+    rod_line, ray_line = ax.lines
+    for i in (0, 3):
+        anim._func(i)
+        x, y, zz = rod_line.get_data_3d()
+        np.testing.assert_array_equal(np.stack([x, y, zz], axis=-1), rod[i])
+        x, y, zz = ray_line.get_data_3d()
+        np.testing.assert_allclose(np.stack([x, y, zz], axis=-1)[1], [0.0, 0.0, 0.5 * 2.3],
+                                   rtol=1e-15)  # fmt: skip
+    assert ax.texts[0].get_text() == "z"
+    with pytest.raises(ValueError, match=r"items\[1\].points"):  # one row per frame
+        js.animation.animate_scene(ts, [items[0], js.animation.Polyline(rod[:-1])])
+    with pytest.raises(ValueError, match=r"items\[0\]"):
+        js.animation.animate_scene(ts, [rod])
+    with pytest.raises(ValueError, match="extent"):
+        js.animation.animate_scene(ts, items, extent=0.0)
+
+
+def test_spacecraft_scene_is_the_geometry(run):
+    sc, sol = run
+    g = animation.spacecraft_frames(sol, sc, max_frames=3, directions={"sun": [0.0, 1.0, 0.0]})
+    items = animation.spacecraft_scene(g)
+    polys = [it for it in items if isinstance(it, js.animation.Polygons)]
+    lines = [it for it in items if isinstance(it, js.animation.Polyline)]
+    rays = [it for it in items if isinstance(it, js.animation.Ray)]
+    np.testing.assert_array_equal(polys[0].verts, g["hub"][:, np.asarray(animation.HUB_FACES)])
+    np.testing.assert_array_equal(polys[1].verts, g["panels"])
+    assert len(lines) == 2 * g["wheel_center"].shape[1]  # a rim and a spoke per wheel
+    np.testing.assert_array_equal(lines[1].points, g["wheel_spoke"][:, 0])
+    assert [r.label for r in rays] == ["b1", "b2", "b3", "sun"]
+    np.testing.assert_array_equal(rays[2].directions, g["axes"][:, 2])
+    np.testing.assert_array_equal(rays[3].directions, g["directions"]["sun"])
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Result conversion (`jaxsim.results`) and quick-look plots (`jaxsim.plotting`): structure, data
-equality with the solution, figure contents (axes, lines, bands; not images), import hygiene."""
+"""Result conversion (`jaxsim.results`), the generic plots (`jaxsim.plotting`) and the spacecraft
+plots (`effectors.plotting`): structure, data equality with the solution, units from the model,
+figure contents (axes, lines, bands; not images), import hygiene."""
 
 import subprocess
 import sys
@@ -12,7 +13,8 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from jaxsim import plotting, results
+from effectors import plotting
+from jaxsim import results
 
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -116,7 +118,7 @@ def test_flatten_keys(sol):
 
 def test_to_xarray_dataset(sol):
     pytest.importorskip("xarray")
-    ds = results.to_xarray(sol)
+    ds = results.to_xarray(sol, model=_spacecraft())
     np.testing.assert_array_equal(ds["time"].values, sol.ts)
     assert ds["time"].attrs["units"] == "s"
     np.testing.assert_array_equal(ds["r_CN_N"].values, sol.outputs["r_CN_N"])
@@ -129,8 +131,37 @@ def test_to_xarray_dataset(sol):
     )
     np.testing.assert_array_equal(ds["counts.mrp_switches"].values, sol.counts["mrp_switches"])
     assert ds.attrs["num_steps"] == round(T1 / DT)
+    # Units come from the model: hub outputs, energies, states, nested effector outputs, counters.
+    assert ds["totRotAngMomPntC_N"].attrs["units"] == "kg m^2/s"
+    assert ds["ys.hub.omega_BN_B"].attrs["units"] == "rad/s"
+    assert ds["gravity_gradient.torque_B"].attrs["units"] == "N m"
+    assert ds["counts.mrp_switches"].attrs["units"] == "count"
+    # Without the model the engine knows no units but the counters'.
+    bare = results.to_xarray(sol)
+    assert "units" not in bare["r_CN_N"].attrs
+    assert bare["counts.mrp_switches"].attrs["units"] == "count"
     # Selection by time works on the coordinate.
     np.testing.assert_array_equal(ds["v_CN_N"].sel(time=100.0).values, sol.outputs["v_CN_N"][10])
+
+
+def test_model_units_follow_the_solution_structure(sol):
+    """Every unit the model gives names a recorded leaf (no stale names), and a System nests its
+    objects' units under their names, as its outputs."""
+    sc = _spacecraft()
+    u = results.model_units(sc)
+    assert u["outputs"]["r_CN_N"] == "m" and u["ys"]["hub"]["sigma_BN"] == "-"
+    flat_out = dict(results.flatten({"outputs": sol.outputs}))
+    for path in results.flatten({"outputs": u["outputs"]}):
+        assert path in flat_out, path
+    rw = fx.ReactionWheels(np.eye(3), 0.05, name="rw")
+    sc_rw = fx.Spacecraft(fx.Hub(10.0, np.eye(3)), state_effectors=(rw,), name="craft")
+    assert sc_rw.state_units()["rw"] == {"Omega": "rad/s"}  # balanced wheels: no angle state
+    system = js.System([sc_rw])
+    su = results.model_units(system)
+    assert su["outputs"]["craft"]["rw"]["Omega"] == "rad/s"
+    assert su["ys"]["craft"]["hub"]["omega_BN_B"] == "rad/s"
+    with pytest.raises(TypeError, match="model"):
+        results.model_units(object())
 
 
 def test_to_xarray_batched(batch):
@@ -227,6 +258,27 @@ def test_plot_energy_drift(sol):
 def test_plot_energy_drift_missing_key(sol):
     with pytest.raises(ValueError, match="totEnergy"):
         plotting.plot_energy_drift(sol, keys=("totOrbEnergy", "totEnergy"))
+
+
+def test_generic_plots_name_quantities_and_take_units_from_the_model(sol):
+    """The engine's plots know no spacecraft: keys are given, units come from the model."""
+    fig = js.plotting.plot_series(sol, ["omega_BN_B", "gravity_gradient.torque_B"],
+                                  units=_spacecraft(), time_unit="s")  # fmt: skip
+    ax0, ax1 = fig.get_axes()
+    assert ax0.get_ylabel() == "omega_BN_B [rad/s]" and ax1.get_ylabel().endswith("[N m]")
+    np.testing.assert_array_equal(
+        ax1.lines[2].get_ydata(), np.asarray(sol.outputs["gravity_gradient"]["torque_B"])[:, 2]
+    )
+    fig = js.plotting.plot_trajectory(sol, "hub.r_BN_N", scale=2.0, unit="half-m")  # a state path
+    np.testing.assert_allclose(fig.get_axes()[0].lines[0].get_ydata(),
+                               2.0 * np.asarray(sol.ys["hub"]["r_BN_N"])[:, 1], rtol=PLOT_RTOL)  # fmt: skip
+    with pytest.raises(ValueError, match="nope"):
+        js.plotting.plot_series(sol, "nope")
+    for name in ("plot_orbit", "plot_attitude", "plot_wheel_speeds"):  # moved to effectors
+        with pytest.raises(AttributeError, match="effectors.plotting"):
+            getattr(js.plotting, name)
+    with pytest.raises(TypeError):  # no spacecraft default keys in the engine
+        js.plotting.plot_energy_drift(sol)
 
 
 def test_relative_drift_zero_initial_value_is_absolute():

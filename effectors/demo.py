@@ -1,6 +1,6 @@
 """The main job: propagate the `combined` benchmark spacecraft for one orbit and plot it.
 
-Run `python -m jaxsim.demo` (or the `jaxsim-demo` script). Prints the final state, energy and
+Run `python -m effectors.demo` (or the `jaxsim-demo` script). Prints the final state, energy and
 momentum drift, compile and run times, and writes `jaxsim_demo.png` (override with `--out`).
 """
 

@@ -1,4 +1,4 @@
-"""Gradient-based optimization examples built on jaxsim (import explicitly: `jaxsim.examples`).
+"""Gradient-based optimization examples built on jaxsim (import explicitly: `effectors.examples`).
 
 - `slew`: rest-to-rest reaction-wheel slew, piecewise-constant torques on the controller clock.
 - `transfer`: finite-burn orbit targeting (burn start, duration, direction) in LEO.

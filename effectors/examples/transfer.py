@@ -57,11 +57,11 @@ import optimistix as optx
 from jaxtyping import Array, Float
 
 import effectors as fx
+from jaxsim import simulate as _simulate
+from jaxsim.dynamic_object import AbstractDynamicObject
+from jaxsim.signals import held_time
+from jaxsim.validation import as_array, check_positive, fail
 
-from .._dynamic_object import AbstractDynamicObject
-from .._simulate import simulate as _simulate
-from .._step_context import held_time
-from .._validation import as_array, check_positive, fail
 from ._common import dense_jacobian, least_squares, solver_message, timed_solve
 
 

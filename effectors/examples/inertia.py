@@ -44,11 +44,11 @@ import optimistix as optx
 from jaxtyping import Array, Float
 
 import effectors as fx
+from jaxsim import simulate as _simulate
+from jaxsim.kinematics import dcm_to_mrp, mrp_to_dcm
+from jaxsim.signals import PiecewiseConstant
+from jaxsim.validation import as_array, check_inertia, check_nonnegative, check_positive, fail
 
-from .._kinematics import dcm_to_mrp, mrp_to_dcm
-from .._signals import PiecewiseConstant
-from .._simulate import simulate as _simulate
-from .._validation import as_array, check_inertia, check_nonnegative, check_positive, fail
 from ._common import dense_jacobian, least_squares, solver_message, timed_solve
 
 
