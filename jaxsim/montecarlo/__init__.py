@@ -1,20 +1,65 @@
-"""Monte Carlo campaigns (being split into modules; see `batch`)."""
+"""Monte Carlo campaigns: dispersions drawn from one key, chunked `vmap` batches, failure
+reporting, sharding over devices and resumable campaigns on disk.
 
-from .batch import (
+1. **Dispersions** (`Normal`, `Uniform`, `Relative`/`percent`, `PrincipalInertia`, `AttitudeMRP`,
+   `UnitVector`, gathered in a `Dispersions` pytree) are sampled per member from one key: member
+   `i`'s draw does not depend on the number of members, the chunk size or the device count.
+2. **A member function** `fn(params) -> pytree` (typically `js.simulate(..., throw=False)` on a
+   model with the parameters written in) is evaluated by `run_batch` with `jax.vmap` over chunks of
+   members, optionally sharded over devices.
+3. **Results**: a `BatchResult` (member indices, `ok` mask, diffrax result codes, parameters,
+   outputs); failed members are reported, not raised. `summarize` gives statistics over the `ok`
+   members; `run_campaign` / `load_campaign` run and read a campaign chunk by chunk on disk,
+   resumably.
+
+```python
+import jax
+from jaxsim import montecarlo as mc
+
+disp = mc.Dispersions({"mass": mc.percent(750.0, 5.0), "omega_BN_B": mc.Normal(w0, 5e-4)})
+res = mc.run_batch(member, disp, key=jax.random.key(0), n=1000, chunk_size=250)
+mc.summarize(res)["outputs/omega_BN_B"].std
+```
+
+The Monte Carlo guide (`docs/monte_carlo.md`) covers a full example, sharding, multi-host
+campaigns, assumptions and limitations.
+
+Modules: `distributions` (the distribution types), `dispersions` (`Dispersions`), `batch`
+(`run_batch`, `BatchResult`, `member_range`), `campaign` (`run_campaign`, `load_campaign`),
+`summary` (`Summary`, `summarize`); every public name is re-exported here.
+"""
+
+from .batch import BatchResult as BatchResult, member_range as member_range, run_batch as run_batch
+from .campaign import load_campaign as load_campaign, run_campaign as run_campaign
+from .dispersions import Dispersions as Dispersions
+from .distributions import (
     AbstractDistribution as AbstractDistribution,
     AttitudeMRP as AttitudeMRP,
-    BatchResult as BatchResult,
-    Dispersions as Dispersions,
     Normal as Normal,
     PrincipalInertia as PrincipalInertia,
     Relative as Relative,
-    Summary as Summary,
     Uniform as Uniform,
     UnitVector as UnitVector,
-    load_campaign as load_campaign,
-    member_range as member_range,
     percent as percent,
-    run_batch as run_batch,
-    run_campaign as run_campaign,
-    summarize as summarize,
 )
+from .summary import Summary as Summary, summarize as summarize
+
+
+__all__ = [
+    "AbstractDistribution",
+    "AttitudeMRP",
+    "BatchResult",
+    "Dispersions",
+    "Normal",
+    "PrincipalInertia",
+    "Relative",
+    "Summary",
+    "Uniform",
+    "UnitVector",
+    "load_campaign",
+    "member_range",
+    "percent",
+    "run_batch",
+    "run_campaign",
+    "summarize",
+]
