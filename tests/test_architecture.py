@@ -1,0 +1,124 @@
+"""Layering of the code base: the engine (`jaxsim/`) knows no spacecraft, and the physics library
+(`effectors/`) uses only the engine's public API.
+
+(a) No module under `jaxsim/` imports `effectors`: checked statically (every `import` statement
+    in every `jaxsim/**/*.py`, including those inside functions) and dynamically (importing every
+    `jaxsim` submodule in a fresh interpreter leaves `effectors` out of `sys.modules`).
+(b) No file under `effectors/` imports a private `jaxsim._xxx` module.
+"""
+
+import ast
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ENGINE = ROOT / "jaxsim"
+PHYSICS = ROOT / "effectors"
+
+
+def _imports(path: pathlib.Path):
+    """`[(line, absolute module name)]` of every import statement in a file (relative imports
+    resolved against the file's package)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = path.relative_to(ROOT).with_suffix("").parts[:-1]
+    if path.name == "__init__.py":
+        package = path.relative_to(ROOT).parts[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                module = ".".join(base + ((node.module,) if node.module else ()))
+            else:
+                module = node.module or ""
+            found.append((node.lineno, module))
+            # `from jaxsim import _validation` imports a private submodule too
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _files(folder: pathlib.Path):
+    files = sorted(folder.rglob("*.py"))
+    assert files, f"no Python files under {folder}"
+    return files
+
+
+def _engine_imports_of_effectors(files):
+    return [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in files
+        for line, module in _imports(path)
+        if module == "effectors" or module.startswith("effectors.")
+    ]
+
+
+def _private_engine_imports(files):
+    return [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in files
+        for line, module in _imports(path)
+        if any(part.startswith("_") for part in module.split(".")[1:2])
+        and module.split(".")[0] == "jaxsim"
+    ]
+
+
+def test_engine_source_does_not_import_effectors():
+    offenders = _engine_imports_of_effectors(_files(ENGINE))
+    assert not offenders, "the engine imports the physics library:\n" + "\n".join(offenders)
+
+
+def test_engine_import_does_not_load_effectors():
+    """Import every `jaxsim` submodule (optional-dependency modules included) in a fresh process."""
+    code = (
+        "import importlib, json, pkgutil, sys\n"
+        "import jaxsim\n"
+        "names = sorted(m.name for m in pkgutil.walk_packages(jaxsim.__path__, 'jaxsim.'))\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps({'modules': names, 'effectors': sorted(\n"
+        "    m for m in sys.modules if m == 'effectors' or m.startswith('effectors.'))}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    # The walk saw the engine's modules, including the public re-export modules.
+    assert {"jaxsim.animation", "jaxsim.plotting", "jaxsim.results", "jaxsim.validation"} <= set(
+        report["modules"]
+    ), report["modules"]
+    assert report["effectors"] == [], report
+
+
+def test_physics_library_uses_only_the_public_engine_api():
+    offenders = _private_engine_imports(_files(PHYSICS))
+    assert not offenders, "effectors imports private engine modules:\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    "source, engine_offends, physics_offends",
+    [
+        ("import effectors\n", True, False),
+        ("def f():\n    from effectors.scenarios import combined\n", True, False),
+        ("from effectors import Spacecraft\n", True, False),
+        ("from jaxsim._validation import fail\n", False, True),
+        ("from jaxsim import _signals\n", False, True),
+        ("import jaxsim._kinematics as k\n", False, True),
+        ("from jaxsim.validation import fail\nimport jaxsim\n", False, False),
+    ],
+)
+def test_checks_catch_a_reintroduced_import(tmp_path, monkeypatch, source, engine_offends,
+                                            physics_offends):  # fmt: skip
+    """The static checks flag each forbidden form (so the tests above can fail)."""
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    for pkg in ("jaxsim", "effectors"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "bad.py").write_text(source, encoding="utf-8")
+    assert bool(_engine_imports_of_effectors([tmp_path / "jaxsim" / "bad.py"])) == engine_offends
+    assert bool(_private_engine_imports([tmp_path / "effectors" / "bad.py"])) == physics_offends
