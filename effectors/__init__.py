@@ -2,6 +2,10 @@
 
 A `Spacecraft` is a rigid `Hub` plus state effectors (with their own states, coupled through
 back-substitution) and dynamic effectors (external loads), in gravity fields.
+
+Submodules imported on their own: `effectors.scenarios` (benchmark spacecraft), `effectors.plotting`
+and `effectors.animation` (spacecraft plots and drawing, on the engine's generic ones),
+`effectors.examples` (optimization examples) and `effectors.demo` (`python -m effectors.demo`).
 """
 
 import jaxsim as _jaxsim  # noqa: F401  (enables float64 before any array is built)
