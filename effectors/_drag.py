@@ -72,6 +72,7 @@ class Drag(AbstractDynamicEffector):
     cd_correction: str | None = eqx.field(static=True)
     cd_correction_index: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
+    commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(
         self,

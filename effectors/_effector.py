@@ -44,6 +44,12 @@ class AbstractEffector(eqx.Module):
             units["attached"] = kids
         return units
 
+    # The commands this effector reads from `args[name]`, checked by `simulate` at the call:
+    # `{key: shape}` (the value must broadcast to `shape`; None: any shape), a tuple of keys
+    # (shapes unknown) or `()` (reads none). None (the default, for effectors that do not declare
+    # it): undeclared, not checked; the spacecraft then accepts any other top-level key of `args`.
+    commands = None
+
     @property
     def reads_states(self) -> tuple[str, ...]:
         """Names of state effectors whose states this effector reads from `ctx.states`.

@@ -41,6 +41,11 @@ class ExtForceTorque(AbstractDynamicEffector):
     torque_B: object
     name: str = eqx.field(static=True)
 
+    @property
+    def commands(self) -> dict:
+        """The keys read from `args[name]` and the shapes they broadcast to (`simulate` checks)."""
+        return {"force_N": (3,), "force_B": (3,), "torque_B": (3,)}
+
     def __init__(
         self, force_N=None, force_B=None, torque_B=None, *, name: str = "ext_force_torque"
     ):

@@ -382,6 +382,12 @@ class RWAttitudeFSW(AbstractDiscreteModel):
     wheels: str = eqx.field(static=True)
     tick_at_t0: bool = eqx.field(static=True)
 
+    @property
+    def command_addresses(self) -> tuple:
+        """Held-output addresses that command effectors of the simulated spacecraft (`simulate`
+        checks that they exist): the reaction wheels."""
+        return (self.wheels,)
+
     def __init__(
         self,
         clock,

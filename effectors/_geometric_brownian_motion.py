@@ -41,6 +41,7 @@ class GeometricBrownianMotion(AbstractStateEffector):
     delta0: Float[Array, " n"]
     n: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
+    commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(
         self, mu=1.0, tau=1.0, sigma_st=0.0, delta0=None, *, name: str = "geometric_brownian_motion"

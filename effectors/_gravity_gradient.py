@@ -30,6 +30,7 @@ class GravityGradient(AbstractDynamicEffector):
 
     bodies: tuple
     name: str = eqx.field(static=True)
+    commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(self, bodies, *, name: str = "gravity_gradient"):
         if isinstance(bodies, AbstractGravityBody):

@@ -105,6 +105,11 @@ class HingedRigidBodies(AbstractStateEffector):
     num_panels: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
+    @property
+    def commands(self) -> dict:
+        """The keys read from `args[name]` and the shapes they broadcast to (`simulate` checks)."""
+        return {k: (self.num_panels,) for k in ("motor_torque", "thetaRef", "thetaDotRef")}
+
     def __init__(
         self,
         mass,

@@ -62,6 +62,7 @@ class MeanRevertingNoise(AbstractStateEffector):
     x0: Float[Array, " n"]
     n: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
+    commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(self, tau=1.0, sigma=0.0, x0=0.0, *, name: str = "mean_reverting_noise"):
         cls = "MeanRevertingNoise"

@@ -247,6 +247,11 @@ class ReactionWheels(AbstractStateEffector):
     track_work: bool = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
+    @property
+    def commands(self) -> dict:
+        """The keys read from `args[name]` and the shapes they broadcast to (`simulate` checks)."""
+        return {"motor_torque": (self.num_wheels,)}
+
     def __init__(
         self,
         gsHat_B,

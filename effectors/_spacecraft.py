@@ -63,6 +63,32 @@ def _tuple_of(cls_name, arg, items, base):
     return items
 
 
+def _all_effectors(sc) -> list:
+    """The spacecraft's effectors and, recursively, the effectors attached to them."""
+    out, todo = [], list(sc.state_effectors + sc.dynamic_effectors)
+    while todo:
+        e = todo.pop(0)
+        out.append(e)
+        todo.extend(getattr(e, "attached", ()))
+    return out
+
+
+def _checked_override(cls, effector, state):
+    """An `effector_states` entry checked against `effector.init_state()` (structure, leaf shapes;
+    integer or float32 leaves cast to float64)."""
+    from jaxsim._checks import match_tree
+
+    expected = jax.eval_shape(effector.init_state)
+    arg = f"effector_states[{effector.name!r}]"
+    owner = f"`{type(effector).__name__}.init_state()`"
+    if jax.tree_util.tree_structure(state) != jax.tree_util.tree_structure(expected):
+        raise ValueError(
+            f"{cls}: `{arg}` must have the structure of {owner}: expected "
+            f"{eqx.tree_pformat(expected)}; got {eqx.tree_pformat(state)}."
+        )
+    return match_tree(cls, arg, state, expected, owner)
+
+
 class Spacecraft(AbstractDynamicObject):
     r"""A spacecraft hub with effectors (Basilisk `spacecraft`).
 
@@ -153,7 +179,9 @@ class Spacecraft(AbstractDynamicObject):
                 f"state effectors are {sorted(known)!r}."
             )
         y = {
-            e.name: overrides[e.name] if e.name in overrides else e.init_state()
+            e.name: _checked_override(cls, e, overrides[e.name])
+            if e.name in overrides
+            else e.init_state()
             for e in self.state_effectors
         }
         mp = self._mass_props(t0, y)
@@ -317,6 +345,21 @@ class Spacecraft(AbstractDynamicObject):
         return tuple(
             b for e in self.state_effectors + self.dynamic_effectors for b in e.breakpoints()
         )
+
+    def command_spec(self) -> dict:
+        """`{effector name: {key: shape}}` over the effectors (and the effectors attached to them)
+        that declare their `commands`: what `simulate` checks `args` against."""
+        spec = {}
+        for e in _all_effectors(self):
+            if e.commands is not None:
+                c = e.commands
+                spec[e.name] = dict(c) if isinstance(c, dict) else dict.fromkeys(c)
+        return spec
+
+    @property
+    def reads_only_commands(self) -> bool:
+        """True when every effector declares its commands: `args` holds nothing else for it."""
+        return all(e.commands is not None for e in _all_effectors(self))
 
     # ----------------------------------------------------------------------------------------------
     # Diagnostics

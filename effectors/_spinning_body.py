@@ -99,6 +99,11 @@ class SpinningBodies(AbstractStateEffector):
     num_bodies: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
+    @property
+    def commands(self) -> dict:
+        """The keys read from `args[name]` and the shapes they broadcast to (`simulate` checks)."""
+        return {k: (self.num_bodies,) for k in ("motor_torque", "thetaRef", "thetaDotRef")}
+
     def __init__(
         self,
         mass,

@@ -54,6 +54,7 @@ class SpringMassDampers(AbstractStateEffector):
     rhoDot0: Float[Array, " n"]
     num_particles: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
+    commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(
         self, mass, k, pHat_B, r_PB_B, *, c=0.0, rho0=0.0, rhoDot0=0.0, name: str = "slosh"

@@ -133,6 +133,7 @@ class CannonballSRP(AbstractDynamicEffector):
     R_sun: Float[Array, ""]
     shadow: str = eqx.field(static=True)
     name: str = eqx.field(static=True)
+    commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(
         self,

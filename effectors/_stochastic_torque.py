@@ -41,6 +41,7 @@ class StochasticTorque(AbstractDynamicEffector):
     noise_state: str = eqx.field(static=True)
     index: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
+    commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(self, noise_state, *, index: int = 0, scale=1.0, name: str = "stochastic_torque"):
         cls = "StochasticTorque"

@@ -67,6 +67,11 @@ class Thrusters(AbstractDynamicEffector):
     throttle: object
     name: str = eqx.field(static=True)
 
+    @property
+    def commands(self) -> dict:
+        """The keys read from `args[name]` and the shapes they broadcast to (`simulate` checks)."""
+        return {"throttle": (self.n,)}
+
     def __init__(self, r_TB_B, tHat_B, max_thrust, Isp, throttle=None, *, name="thrusters"):
         cls = "Thrusters"
         self.r_TB_B = as_array(cls, "r_TB_B", r_TB_B, "m", (None, 3))

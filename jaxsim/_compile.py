@@ -73,10 +73,12 @@ class _Jit:
         return self._tuned if _at_top_level() and compiler_options() else self._default
 
     def __call__(self, *args, **kwargs):
+        args, kwargs = _models_as_traced((args, kwargs))
         return self._pick()(*args, **kwargs)
 
     def lower(self, *args, **kwargs):
         """As `jax.jit(...).lower`; its `.compile()` uses the same options as a call."""
+        args, kwargs = _models_as_traced((args, kwargs))
         return self._pick().lower(*args, **kwargs)
 
     def __get__(self, instance, owner):
@@ -85,11 +87,31 @@ class _Jit:
         return functools.partial(self, instance)
 
 
+def _models_as_traced(tree):
+    # Python floats in the (non-static) fields of models (`AbstractDynamicObject`s, e.g. put there
+    # with `eqx.tree_at`) become float64 arrays: `eqx.filter_jit` would treat them as compile-time
+    # constants and compile again for every value. Other arguments are left as they are.
+    from ._checks import model_as_traced
+    from ._dynamic_object import AbstractDynamicObject
+
+    is_model = lambda x: isinstance(x, AbstractDynamicObject)
+    leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=is_model)
+    if not any(is_model(x) for x in leaves):
+        return tree
+    return jax.tree_util.tree_unflatten(
+        treedef, [model_as_traced(x) if is_model(x) else x for x in leaves]
+    )
+
+
 def jit(fun):
     """`equinox.filter_jit` with jaxsim's compile options (module docstring of `jaxsim._compile`).
 
     Use it instead of `jax.jit`/`eqx.filter_jit` for your own functions that run simulations, such
     as a gradient, `jaxsim.jit(jax.grad(loss))`: the outermost jit decides how everything inside it
     is compiled, so simulations inside a plain `jax.jit` are compiled with XLA's defaults.
+
+    Python floats in the fields of models passed as arguments (`AbstractDynamicObject`s, e.g. a
+    parameter set with `eqx.tree_at(..., model, 3.0)`) are traced as float64 arrays, so a sweep over
+    their values compiles once; `equinox.filter_jit` alone would compile once per value.
     """
     return _Jit(fun)

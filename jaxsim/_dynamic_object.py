@@ -23,7 +23,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
-import numpy as np
 
 from ._validation import check_name, check_unique_names
 
@@ -87,6 +86,24 @@ class AbstractDynamicObject(eqx.Module):
     def breakpoints(self) -> tuple:
         """Known times of discontinuities in the drift (scheduled sources), for adaptive solvers."""
         return ()
+
+    def command_spec(self) -> dict | None:
+        """The commands this object reads from `args`, checked by `simulate` at the call.
+
+        `{address: {key: shape}}`: the object reads `args[address][key]`, an array that must
+        broadcast to `shape` (None: any shape); an unknown key under a declared address is an
+        error. Default None: undeclared (a user model may read anything), `args` is not checked.
+        """
+        return None
+
+    @property
+    def reads_only_commands(self) -> bool:
+        """True when the object reads nothing from `args` but the addresses of `command_spec()`.
+
+        Then `simulate` refuses other top-level keys of `args` (unless discrete models or events,
+        which may read them, are given). Default False.
+        """
+        return False
 
 
 class System(AbstractDynamicObject):
@@ -184,6 +201,27 @@ class System(AbstractDynamicObject):
     def breakpoints(self):
         return tuple(b for o in self.objects for b in o.breakpoints())
 
+    def command_spec(self):
+        """Union of the objects' command specs (a shape read differently by two objects: None).
+
+        `args[name]` goes to the object `name` alone; the other objects share the top-level `args`.
+        """
+        specs = [o.command_spec() for o in self.objects]
+        if all(s is None for s in specs):
+            return None
+        merged = {}
+        for spec in specs:
+            for address, keys in (spec or {}).items():
+                keys = keys if isinstance(keys, dict) else dict.fromkeys(keys)
+                cur = merged.setdefault(address, {})
+                for k, shape in keys.items():
+                    cur[k] = shape if cur.get(k, shape) == shape else None
+        return merged
+
+    @property
+    def reads_only_commands(self) -> bool:
+        return all(o.reads_only_commands for o in self.objects)
+
 
 def _sub_args(args, name):
     """Objects of a `System` receive `args[name]` when `args` is a dict keyed by object name."""
@@ -199,30 +237,51 @@ _STATE_STRUCTURES: dict = {}
 _MAX_CACHED_STRUCTURES = 256
 
 
-def _state_structure(obj: AbstractDynamicObject):
+def structure_key(obj) -> tuple | None:
+    """A hashable key of `obj`'s tree structure (static fields included) and of its leaves' shapes
+    and dtypes; None when a static field cannot be hashed (then nothing is cached)."""
     leaves, treedef = jtu.tree_flatten(obj)
-    key = (treedef, tuple((np.shape(x), str(getattr(x, "dtype", type(x)))) for x in leaves))
+    key = (
+        treedef,
+        tuple((getattr(x, "shape", None), getattr(x, "dtype", type(x))) for x in leaves),
+    )
     try:
-        return _STATE_STRUCTURES[key]
-    except KeyError:
-        pass
-    except TypeError:  # a static field that cannot be hashed: no caching
-        return jtu.tree_structure(jax.eval_shape(obj.init_state))
-    struct = jtu.tree_structure(jax.eval_shape(obj.init_state))
-    if len(_STATE_STRUCTURES) >= _MAX_CACHED_STRUCTURES:
-        _STATE_STRUCTURES.clear()
-    _STATE_STRUCTURES[key] = struct
-    return struct
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _state_structure(obj: AbstractDynamicObject, key=None):
+    """`(treedef, shapes)` of `obj.init_state()`'s output (shapes: a tree of ShapeDtypeStructs);
+    `key`: `structure_key(obj)` when already computed."""
+    key = structure_key(obj) if key is None else key
+    cached = None if key is None else _STATE_STRUCTURES.get(key)
+    if cached is None:
+        shapes = jax.eval_shape(obj.init_state)
+        cached = (jtu.tree_structure(shapes), shapes)
+        if key is not None:
+            if len(_STATE_STRUCTURES) >= _MAX_CACHED_STRUCTURES:
+                _STATE_STRUCTURES.clear()
+            _STATE_STRUCTURES[key] = cached
+    return cached
+
+
+def state_shapes(obj: AbstractDynamicObject, y, where: str = "simulate", key=None):
+    """`obj.init_state()`'s output as ShapeDtypeStructs, after checking that `y` has its structure
+    (`key`: `structure_key(obj)` when already computed)."""
+    struct, shapes = _state_structure(obj, key)
+    if struct != jtu.tree_structure(y):
+        raise ValueError(
+            f"{where}: `y0` must have the structure of `{type(obj).__name__}.init_state()`;\n"
+            f"expected {eqx.tree_pformat(shapes)}\ngot {eqx.tree_pformat(y)}."
+        )
+    return shapes
 
 
 def check_state_structure(obj: AbstractDynamicObject, y, where: str = "simulate") -> None:
     """Raise a clear error when `y` does not match the structure of `obj.init_state()`'s output."""
-    if _state_structure(obj) != jtu.tree_structure(y):
-        expected = jax.eval_shape(obj.init_state)
-        raise ValueError(
-            f"{where}: `y0` must have the structure of `{type(obj).__name__}.init_state()`;\n"
-            f"expected {eqx.tree_pformat(expected)}\ngot {eqx.tree_pformat(y)}."
-        )
+    state_shapes(obj, y, where)
 
 
 def merge_derived(outputs: dict, energy: dict) -> dict:

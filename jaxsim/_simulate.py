@@ -26,7 +26,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from ._compile import jit as jaxsim_jit
-from ._dynamic_object import AbstractDynamicObject, check_state_structure
+from ._dynamic_object import AbstractDynamicObject
 from ._solvers import (
     RK4,
     AbstractFixedStepSolver,
@@ -149,14 +149,18 @@ def simulate(
     **Arguments:**
 
     - `model`: an `AbstractDynamicObject` (a spacecraft, a `System` of several, a user model).
-    - `y0`: initial state, with the structure of `model.init_state()`.
+    - `y0`: initial state, with the structure of `model.init_state()` and its leaves' shapes;
+      integer or other-float leaves are cast to the state's dtype (float64).
     - `t1`: final time [s]; optional when `ts` is given (then `t1 = ts[-1]`).
     - `t0`: initial time [s].
     - `dt`: step [s] for fixed-step solvers; initial step guess for adaptive ones (optional).
     - `solver`: `RK4()` (default), `RK2()`, `Euler()`, `Tsit5()`, `Dopri5()`, `Dopri8()`, or a diffrax solver.
     - `ts` / `sample_dt`: sample times [s] (default `[t0, t1]`) or a uniform sample interval [s].
       With a fixed-step solver every sample must lie on the step grid `t0 + k dt`.
-    - `args`: passed to every `drift` call (e.g. commands held by flight software).
+    - `args`: passed to every `drift` call (e.g. commands held by flight software). Commands
+      for a spacecraft's effectors, `args[effector name][key]`, are checked against what the
+      effectors read (`model.command_spec()`). Python floats and lists of numbers in `args`, and
+      Python floats in the model's fields, are traced as arrays: changing them does not recompile.
     - `rtol`, `atol`: tolerances, required by adaptive solvers.
     - `max_steps`: step budget of adaptive solves.
     - `outputs`: compute the model's derived outputs and energy/momentum at the samples.
@@ -164,11 +168,12 @@ def simulate(
     - `throw`: raise on a failed solve or non-finite state; with `False` the failure is reported in
       `Solution.result` (use this under `vmap` for Monte Carlo).
     - `key`, `dW`, `dZ`, `brownian`: stochastic dynamics (`model.noise_dim > 0`), see `jaxsim._sde`:
-      a `jax.random` key (`brownian="increments"`: per-step draws keyed by the step index;
-      `"tree"` or a `diffrax.VirtualBrownianTree`: a Brownian tree), or prescribed Wiener increments
-      `dW` (and `dZ` for `SRA1`), shape `(n_steps, noise_dim)`. Given an SDE solver
-      (`EulerMaruyama`, `Heun`, `Milstein`, `SRA1`, `ShARK`) or a key, `simulate` solves the SDE;
-      without them a noisy model integrates its drift only.
+      a `jax.random` key, or an int seed used as `jax.random.key(seed)` (`brownian="increments"`:
+      per-step draws keyed by the step index; `"tree"` or a `diffrax.VirtualBrownianTree`: a
+      Brownian tree), or prescribed Wiener increments `dW` (and `dZ` for `SRA1`), shape
+      `(n_steps, noise_dim)`. Given an SDE solver (`EulerMaruyama`, `Heun`, `Milstein`, `SRA1`,
+      `ShARK`) or a key, `simulate` solves the SDE; without them a noisy model integrates its
+      drift only.
     - `clocks`, `events`, `discontinuities`, `max_events`, `event_tol`, `dtmax`, `root_finder`:
       hybrid simulation (discrete models on clocks, zero-crossing events, scheduled
       discontinuities as segment boundaries, output frames as dense-output points); giving any of
@@ -185,7 +190,12 @@ def simulate(
         raise ValueError(
             f"simulate: `model` must be an AbstractDynamicObject; got {type(model).__name__}."
         )
-    check_state_structure(model, y0)
+    from ._checks import check_call
+
+    model, y0, args, key = check_call(
+        model, y0, t0=t0, t1=t1, ts=ts, dt=dt, sample_dt=sample_dt, solver=solver, rtol=rtol,
+        atol=atol, args=args, key=key, clocks=clocks, events=events,
+    )  # fmt: skip
     t0, t1, ts = _sample_times(t0, t1, ts, sample_dt)
     from ._sde import is_sde_request, simulate_sde
 
