@@ -165,7 +165,6 @@ def test_builder_reproduces_reference(name):
     _assert_reproduces(out, ref)
 
 
-@pytest.mark.slow
 def test_combined_reference_reproducible():
     """A fresh Basilisk run of `combined.json` reproduces `combined_bsk.npz` (58300 steps, ~5 s)."""
     ref = np.load(bs.DATA / "combined_bsk.npz")

@@ -51,11 +51,15 @@ class WithDissipatedWork(js.AbstractDynamicObject):
 
 
 def assert_grad_matches_fd(f, p0, rel_step, rel_tol, names=None):
-    """`jax.grad(f)(p0)` (a tuple of 1-D arrays) vs central differences, component by component."""
+    """`jax.grad(f)(p0)` (a tuple of 1-D arrays) vs central differences, component by component.
+
+    Both are compiled with `jaxsim.jit` (one program each, with jaxsim's compile options): the
+    spinning-body gradient took 21 s instead of 32 s for an unjitted `jax.grad` (one run each on
+    the shared 2-core machine)."""
     import jax
 
-    grad = jax.grad(f)(p0)
-    f = jax.jit(f)
+    grad = js.jit(jax.grad(f))(p0)
+    f = js.jit(f)
     for j in range(len(p0)):
         for i in range(p0[j].shape[0]):
             h = rel_step * abs(float(p0[j][i]))

@@ -133,7 +133,6 @@ def test_basilisk_reference_prefix(reference, ref_run):
     )
 
 
-@pytest.mark.slow
 def test_basilisk_reference_full(reference):
     spec, ref = reference
     rw = fx.ReactionWheels(**_ref_wheels(spec, name="rw"))
@@ -270,7 +269,6 @@ def test_fully_coupled_general_conserves_and_converges():
         assert lo <= c / f <= hi, f"{name} drift ratio {c / f:.2f} (4th order: 16)"
 
 
-@pytest.mark.slow
 def test_fully_coupled_basilisk_form_drifts_for_unequal_transverse_inertia():
     sc = _fc_spacecraft("basilisk")
     dE1, dH1 = _fc_drifts(sc, 1e-3)
@@ -279,7 +277,6 @@ def test_fully_coupled_basilisk_form_drifts_for_unequal_transverse_inertia():
     assert abs(dE1 - dE2) < 0.05 * dE1  # a modelling error, not a step-size error
 
 
-@pytest.mark.slow
 def test_fully_coupled_forms_agree_for_equal_transverse_inertia():
     """For Jt == Jg the general form is Basilisk's: contributions agree to round-off."""
     kw = dict(
@@ -377,13 +374,11 @@ def test_basilisk_integrated_truth_jitter_simple():
     _check_truth("jitter_simple", s1, s2, conservative=False)
 
 
-@pytest.mark.slow
 def test_basilisk_integrated_truth_balanced():
     s1, s2 = _truth_run("balanced")
     _check_truth("balanced", s1, s2, conservative=True)
 
 
-@pytest.mark.slow
 def test_basilisk_integrated_truth_fully_coupled():
     s1, s2 = _truth_run("jitter_fully_coupled")
     _check_truth("jitter_fully_coupled", s1, s2, conservative=True)
