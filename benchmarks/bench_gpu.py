@@ -26,7 +26,9 @@ run) reports the largest relative difference and fails above `REL_TOL`.
 
 Run: `python -m benchmarks.bench_gpu [--sizes 1 1000] [--chunk N] [--grad-members N] [--quick]
 [--compare PATH] [--out DIR]` (writes `<out>/gpu.json` and `gpu.md`, default `benchmarks/results/`).
-Exit status 1 when a check fails (the results are written first).
+Exit status 1 when a check fails (the results are written first). After every measured row the rows
+so far are written to `<out>/gpu.json` (with `"partial": true`), so a run cut short by a time limit
+still leaves its figures.
 """
 
 from __future__ import annotations
@@ -200,7 +202,10 @@ def _grad_row(rows: list, scalar, args: list, n: int, n_steps: int, dtype: str) 
           f"run {run_s:.3f} s, compile {grad_compile:.1f} s, finite {finite}", flush=True)  # fmt: skip
 
 
-def run(sizes, horizon=HORIZON, chunk=None, grad_members=None, seed=0, grad=True) -> dict:
+def run(
+    sizes, horizon=HORIZON, chunk=None, grad_members=None, seed=0, grad=True, on_row=None
+) -> dict:
+    """The benchmark's result dict; `on_row(rows)` (optional) is called after every measured row."""
     import jax
 
     import jaxsim as js
@@ -232,6 +237,8 @@ def run(sizes, horizon=HORIZON, chunk=None, grad_members=None, seed=0, grad=True
         f"single: {rows[-1]['us_per_step']:.2f} us/step (compile {single_compile:.1f} s)",
         flush=True,
     )
+    on_row = on_row or (lambda rows: None)
+    on_row(rows)
     fixed = [i for i in FIXED if i < n_max]
     reference = _reference(single_c, args, fixed)
 
@@ -266,11 +273,13 @@ def run(sizes, horizon=HORIZON, chunk=None, grad_members=None, seed=0, grad=True
         print(f"vmap N={n}: {rows[-1]['member_steps_per_s']:.3e} member-steps/s, run {run_s:.3f} s, "
               f"compile {compile_s:.1f} s, chunk {c} x {len(calls)}, ok {ok}, "
               f"batched vs single {worst:.1e} ({leaf})", flush=True)  # fmt: skip
+        on_row(rows)
         del outs, calls
 
     # Reverse-mode gradient batch w.r.t. the dispersed parameters.
     if grad:
         _grad_row(rows, scalar, args, grad_members, n_steps, dtype)
+        on_row(rows)
     else:
         print("grad vmap: skipped (--no-grad)", flush=True)
 
@@ -425,8 +434,18 @@ def main(argv=None) -> int:
             f"--compare {a.compare}: its horizon is {other['fixed_members']['horizon_s']} s, this "
             f"run's {a.horizon} s; compare runs made with the same options"
         )
+    a.out.mkdir(parents=True, exist_ok=True)
+    pj, pm = a.out / f"{NAME}.json", a.out / f"{NAME}.md"
+
+    env = cm.environment()
+
+    def partial(rows):  # rows so far, in case the run is cut short (a device time limit)
+        part = {"name": NAME, "title": TITLE, "partial": True, "environment": env,
+                "device_kind": jax.devices()[0].device_kind, "horizon_s": a.horizon, "rows": rows}  # fmt: skip
+        pj.write_text(json.dumps(part, indent=1, default=cm._json_default) + "\n")
+
     t0 = time.perf_counter()
-    data = run(tuple(a.sizes), a.horizon, a.chunk, a.grad_members, a.seed, grad=not a.no_grad)
+    data = run(tuple(a.sizes), a.horizon, a.chunk, a.grad_members, a.seed, not a.no_grad, partial)
     status = (
         0 if data["checks"]["all_successful"] and data["checks"]["batched_equals_single"] else 1
     )
@@ -437,8 +456,6 @@ def main(argv=None) -> int:
               f"{c['members']}, params equal {c['params_equal']}: {'ok' if c['equal'] else 'FAIL'}")  # fmt: skip
         status |= 0 if c["equal"] else 1
     data["wall_s"] = time.perf_counter() - t0
-    a.out.mkdir(parents=True, exist_ok=True)
-    pj, pm = a.out / f"{NAME}.json", a.out / f"{NAME}.md"
     pj.write_text(json.dumps(data, indent=1, default=cm._json_default) + "\n")
     pm.write_text(to_markdown(data).rstrip() + "\n")
     print(

@@ -24,7 +24,7 @@ def quick(tmp_path_factory):
 def test_quick_run_schema_and_checks(quick):
     rc, data, md, _ = quick
     assert rc == 0
-    assert data["name"] == "gpu" and data["dtype"] == "float64"
+    assert data["name"] == "gpu" and data["dtype"] == "float64" and "partial" not in data
     assert data["device_kind"] and data["environment"]["jax"] and data["environment"]["x64"]
     assert data["horizon_s"] == bg.QUICK["horizon"]
     assert data["n_steps"] == round(bg.QUICK["horizon"] / bg.DT)
@@ -87,3 +87,18 @@ def test_quick_run_with_gradient_and_compare(tmp_path, quick):
     assert grad[0]["members"] == bg.QUICK["grad_members"] and grad[0]["dtype"] == "float64"
     # Same machine, same programs: the comparison with the first run is exact.
     assert new["compare"]["equal"] and new["compare"]["max_rel"] == 0.0
+
+
+def test_rows_are_written_as_they_are_measured(tmp_path, monkeypatch):
+    """A run cut short (a device time limit) leaves the rows measured so far in the JSON."""
+    row = {"mode": "single", "members": 1, "run_s": 1.0}
+
+    def cut_short(*args):
+        args[-1]([row])  # on_row
+        raise RuntimeError("time limit")
+
+    monkeypatch.setattr(bg, "run", cut_short)
+    with pytest.raises(RuntimeError, match="time limit"):
+        bg.main(["--quick", "--out", str(tmp_path)])
+    part = json.loads((tmp_path / "gpu.json").read_text())
+    assert part["partial"] and part["rows"] == [row] and part["device_kind"]
