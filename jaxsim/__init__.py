@@ -31,6 +31,7 @@ from ._compile import compiler_options as compiler_options, jit as jit
 from ._dynamic_object import AbstractDynamicObject as AbstractDynamicObject, System as System
 from ._events import Event as Event, EventLog as EventLog
 from ._hybrid import HybridSolution as HybridSolution
+from ._results import RESULTS as RESULTS
 from ._sde_solvers import (
     SRA1 as SRA1,
     AbstractSDESolver as AbstractSDESolver,

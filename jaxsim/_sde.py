@@ -386,7 +386,7 @@ class _SDEConfig:
 
 @jaxsim_jit
 def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
-    from ._simulate import Solution, _derived, check_finite, scan_grid
+    from ._simulate import Solution, _derived, check_finite, make_stats, scan_grid
 
     dt = config.dt
     length = int(np.max(config.seg)) if len(config.seg) else 0
@@ -403,17 +403,19 @@ def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
     ys, counts = scan_grid(
         model, y0, config.seg, dt, config.t0, config.checkpoint, advance, per_segment
     )
-    ys, result = check_finite(ys, config.throw, "SDE")
+    ys, result, t_final = check_finite(ts, ys, config.throw, "SDE")
     seg = np.asarray(config.seg)
     n_steps = int(seg.sum())
-    stats = {
-        "num_steps": n_steps,
-        "num_rhs": n_steps * solver.num_drift,
-        "num_diffusion": n_steps * solver.num_diffusion,
-        "counts": jtu.tree_map(lambda c: c[-1], counts),
-    }
+    stats = make_stats(
+        n_steps,
+        n_steps * solver.num_drift,
+        jtu.tree_map(lambda c: c[-1], counts),
+        num_diffusion=n_steps * solver.num_diffusion,
+    )
     derived = _derived(model, ts, ys, args) if config.outputs else None
-    return Solution(ts=ts, ys=ys, outputs=derived, counts=counts, stats=stats, result=result)
+    return Solution(
+        ts=ts, ys=ys, outputs=derived, counts=counts, stats=stats, result=result, t_final=t_final
+    )
 
 
 @jaxsim_jit
@@ -433,7 +435,7 @@ def _run_sde_diffrax(
     throw,
     adjoint=None,
 ):
-    from ._simulate import Solution, _derived, _zeros_counts
+    from ._simulate import Solution, _derived, _zeros_counts, make_stats, mark_after, solve_outcome
 
     y0_flat, unravel = ravel_pytree(y0)
     m = model.noise_dim
@@ -467,10 +469,30 @@ def _run_sde_diffrax(
         **({} if adjoint is None else {"adjoint": adjoint}),
     )
     ys = jax.vmap(lambda t, yf: model.step_map(t, unravel(yf))[0])(ts, sol.ys)
-    stats = {
-        "num_steps": sol.stats["num_accepted_steps"],
-        "num_rejected_steps": sol.stats["num_rejected_steps"],
-        "counts": sol.solver_state[1],
-    }
+    n_drift, n_diffusion = _evaluations_per_step(dsolver)
+    stats = make_stats(
+        sol.stats["num_accepted_steps"],
+        sol.stats["num_steps"] * n_drift,
+        sol.solver_state[1],
+        num_rejected_steps=sol.stats["num_rejected_steps"],
+        num_diffusion=sol.stats["num_steps"] * n_diffusion,
+    )
+    result, t_final = solve_outcome(sol, ts)
+    ys = mark_after(ts, ys, t_final)
     derived = _derived(model, ts, ys, args) if outputs else None
-    return Solution(ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=sol.result)
+    return Solution(
+        ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=result, t_final=t_final
+    )
+
+
+def _evaluations_per_step(dsolver) -> tuple[int, int]:
+    """`(drift, diffusion)` evaluations per step of a diffrax SDE solver (its tableau's stages)."""
+    tab = getattr(dsolver, "tableau", None)
+    if tab is None:  # Euler(-Maruyama): one of each; Heun-type solvers: two
+        n = 2 if isinstance(dsolver, dfx.Heun | dfx.EulerHeun | dfx.ReversibleHeun) else 1
+        return n, n
+    # Stochastic Runge-Kutta tableaus (SRA1, ShARK, ...): stages whose f or g is not used are skipped.
+    stages = len(tab.b_sol)
+    skip_f = sum(bool(x) for x in (getattr(tab, "ignore_stage_f", None) or ()))
+    skip_g = sum(bool(x) for x in (getattr(tab, "ignore_stage_g", None) or ()))
+    return stages - skip_f, stages - skip_g

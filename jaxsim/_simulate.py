@@ -25,8 +25,10 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from . import _results
 from ._compile import jit as jaxsim_jit
 from ._dynamic_object import AbstractDynamicObject
+from ._results import RESULTS
 from ._solvers import (
     RK4,
     AbstractFixedStepSolver,
@@ -43,16 +45,25 @@ _GRID_RTOL = 1e-9
 
 
 class Solution(eqx.Module):
-    """What `simulate` returns.
+    """What `simulate` returns, on every path (fixed step, adaptive, SDE, hybrid).
 
     **Fields:**
 
     - `ts`: sample times [s], shape `(n,)`.
-    - `ys`: the state pytree with a leading axis of length `n`.
-    - `outputs`: derived outputs of the object at `ts` (e.g. `r_CN_N`, energies), leading axis `n`.
-    - `counts`: cumulative step-map counters at `ts` (e.g. MRP switches); fixed-step driver only.
-    - `stats`: `num_steps`, `num_rhs` (drift evaluations), `counts` (final totals).
-    - `result`: `diffrax.RESULTS` of the solve (successful unless `throw=False` and it failed).
+    - `ys`: the state pytree with a leading axis of length `n` (rows after `t_final` are NaN).
+    - `outputs`: derived outputs of the object at `ts` (e.g. `r_CN_N`, energies), leading axis `n`;
+      None with `outputs=False`.
+    - `counts`: cumulative step-map counters at `ts` (e.g. MRP switches since `t0`) where the
+      driver steps on the sample grid (fixed-step runs without events); None elsewhere. The
+      totals are always in `stats["counts"]`.
+    - `stats`: the same keys on every path: `num_steps` (accepted steps), `num_rejected_steps`,
+      `num_rhs` (drift evaluations), `num_segments` (solves between boundaries; 1 without
+      clocks, discontinuities or events), `num_events` (event firings), `counts` (step-map totals,
+      e.g. `{"mrp_switches": ...}` per object).
+    - `result`: a `jaxsim.RESULTS` item: `successful`, or the cause of a failure (with
+      `throw=False`): `max_steps_reached`, `nonfinite_state`, `too_many_events`,
+      `event_location_failed`, or another diffrax code. `ok` and `message` read it.
+    - `t_final`: the time the run ended [s]: `t1`, a terminal event's time, or where it failed.
     """
 
     ts: jax.Array
@@ -60,7 +71,37 @@ class Solution(eqx.Module):
     outputs: Any
     counts: Any
     stats: dict
-    result: dfx.RESULTS
+    result: Any
+    t_final: Any = None
+
+    @property
+    def ok(self):
+        """Whether the run succeeded (a boolean array: one per member under `vmap`)."""
+        return _results.promote(self.result) == RESULTS.successful
+
+    @property
+    def message(self) -> str:
+        """The failure's message ("" on success); concrete results only (not under `jit`)."""
+        return _results.message(self.result)
+
+
+def make_stats(
+    num_steps, num_rhs, counts, *, num_rejected_steps=0, num_segments=1, num_events=0, **extra
+) -> dict:
+    """`Solution.stats` with the keys every path reports (as int64 arrays), plus `extra`."""
+
+    def as_int(x):
+        return jnp.asarray(x).astype(jnp.int64)
+
+    return {
+        "num_steps": as_int(num_steps),
+        "num_rejected_steps": as_int(num_rejected_steps),
+        "num_rhs": as_int(num_rhs),
+        "num_segments": as_int(num_segments),
+        "num_events": as_int(num_events),
+        "counts": counts,
+        **extra,
+    }
 
 
 def _concrete(name, value):
@@ -199,7 +240,28 @@ def simulate(
     t0, t1, ts = _sample_times(t0, t1, ts, sample_dt)
     from ._sde import is_sde_request, simulate_sde
 
+    hybrid = {
+        "clocks": bool(clocks),
+        "events": bool(events),
+        "discontinuities": bool(discontinuities),
+        "dtmax": dtmax is not None,
+    }
+    if not events:
+        for name, value in (("max_events", max_events), ("root_finder", root_finder)):
+            if value is not None:
+                raise ValueError(
+                    f"simulate: `{name}` applies to runs with `events`; got {name}={value!r} "
+                    "without events. Give `events=` or drop it."
+                )
     if is_sde_request(solver, key, dW):
+        given = [name for name, on in hybrid.items() if on]
+        if given:
+            raise ValueError(
+                f"simulate: the stochastic (SDE) drivers do not support {', '.join(given)} yet; "
+                f"got an SDE request (solver {type(solver).__name__}, key or dW given) with "
+                f"{', '.join(f'`{g}`' for g in given)}. Run the SDE without them, or the "
+                "deterministic model with them; nothing is dropped silently."
+            )
         return simulate_sde(
             model, y0, t0, t1, ts, dt=dt, solver=solver, args=args, rtol=rtol, atol=atol,
             max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, key=key,
@@ -216,7 +278,12 @@ def simulate(
             f"simulate: `solver` {type(solver).__name__} is an SDE solver but `model` "
             f"{type(model).__name__} has no diffusion (noise_dim == 0); use an ODE solver."
         )
-    if clocks or events or discontinuities or dtmax is not None:
+    if dtmax is not None and not adaptive:
+        raise ValueError(
+            f"simulate: `dtmax` [s] bounds the steps of adaptive solvers; {type(solver).__name__} "
+            f"is fixed-step (got dtmax={dtmax}): its step is `dt`."
+        )
+    if any(hybrid.values()):
         from ._hybrid import simulate_hybrid
 
         if adaptive and (rtol is None or atol is None):
@@ -461,10 +528,20 @@ def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
     return ys, counts
 
 
-def check_finite(ys, throw: bool, what: str):
-    """`(ys, result)`: `RESULTS.nonfinite` if a state is NaN/inf; raises at run time if `throw`."""
-    ok = _all_finite(ys)
-    result = dfx.RESULTS.where(ok, dfx.RESULTS.successful, dfx.RESULTS.nonfinite)
+def check_finite(ts, ys, throw: bool, what: str):
+    """`(ys, result, t_final)` of a run sampled at `ts`, checked for non-finite states.
+
+    A NaN/inf state gives `RESULTS.nonfinite_state`, `t_final` = the last sample time whose state
+    (and every earlier one) is finite, and NaN rows from there on; with `throw` it raises at run
+    time instead.
+    """
+    finite = jax.vmap(_all_finite)(ys)
+    good = jnp.cumprod(finite.astype(jnp.int32)).astype(bool)  # finite up to and including i
+    ok = good[-1]
+    result = RESULTS.where(ok, RESULTS.successful, RESULTS.nonfinite_state)
+    n_good = jnp.sum(good.astype(jnp.int32))
+    t_final = jnp.where(ok, ts[-1], ts[jnp.maximum(n_good - 1, 0)])
+    ys = mark_after(ts, ys, jnp.where(n_good == 0, -jnp.inf, t_final))
     if throw:
         ys = eqx.error_if(
             ys,
@@ -472,22 +549,32 @@ def check_finite(ys, throw: bool, what: str):
             f"simulate: the state became non-finite (NaN/inf) during the {what} solve; check "
             "parameters and step size, or pass throw=False to inspect `Solution.result`.",
         )
-    return ys, result
+    return ys, result, t_final
+
+
+def mark_after(ts, tree, t_final):
+    """`tree` (leading axis: samples at `ts`) with the floating rows after `t_final` set to NaN."""
+    after = ts > t_final
+
+    def one(b):
+        if not jnp.issubdtype(b.dtype, jnp.inexact):
+            return b
+        return jnp.where(after.reshape((-1,) + (1,) * (b.ndim - 1)), jnp.nan, b)
+
+    return jtu.tree_map(one, tree)
 
 
 @jaxsim_jit
 def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
     advance = lambda n, t, y, extra: solver.step(model.drift, t, y, config.dt, args)
     ys, counts = scan_grid(model, y0, config.seg, config.dt, config.t0, config.checkpoint, advance)
-    ys, result = check_finite(ys, config.throw, "fixed-step")
+    ys, result, t_final = check_finite(ts, ys, config.throw, "fixed-step")
     n_steps = int(np.sum(config.seg))
-    stats = {
-        "num_steps": n_steps,
-        "num_rhs": n_steps * solver.num_stages,
-        "counts": jtu.tree_map(lambda c: c[-1], counts),
-    }
+    stats = make_stats(n_steps, n_steps * solver.num_stages, jtu.tree_map(lambda c: c[-1], counts))
     derived = _derived(model, ts, ys, args) if config.outputs else None
-    return Solution(ts=ts, ys=ys, outputs=derived, counts=counts, stats=stats, result=result)
+    return Solution(
+        ts=ts, ys=ys, outputs=derived, counts=counts, stats=stats, result=result, t_final=t_final
+    )
 
 
 @jaxsim_jit
@@ -535,15 +622,33 @@ def _run_adaptive(
     )
     # Dense output is in each step's starting coordinates: bring saved states to canonical form.
     ys = jax.vmap(lambda t, y: model.step_map(t, y)[0])(ts, sol.ys)
-    counts = sol.solver_state[1]
-    stats = {
-        "num_steps": sol.stats["num_accepted_steps"],
-        "num_rejected_steps": sol.stats["num_rejected_steps"],
-        "num_rhs": sol.stats["num_steps"] * _stages(dsolver),
-        "counts": counts,
-    }
+    stats = make_stats(
+        sol.stats["num_accepted_steps"],
+        sol.stats["num_steps"] * _stages(dsolver),
+        sol.solver_state[1],
+        num_rejected_steps=sol.stats["num_rejected_steps"],
+    )
+    result, t_final = solve_outcome(sol, ts)
+    ys = mark_after(ts, ys, t_final)
     derived = _derived(model, ts, ys, args) if outputs else None
-    return Solution(ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=sol.result)
+    return Solution(
+        ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=result, t_final=t_final
+    )
+
+
+def solve_outcome(sol, ts):
+    """`(result, t_final)` of a `diffeqsolve` sampled at `ts` (with `throw=False` it may have failed).
+
+    diffrax fills the samples after a failure with its last state; `t_final` is then the last time
+    it reached (from its step-size controller's state, or the last sample before the failure).
+    """
+    result = _results.promote(sol.result)
+    ok = result == RESULTS.successful
+    # Samples diffrax could not reach are +inf in `sol.ts` (it pads them); the last finite one is
+    # where the run stopped, to the sample resolution.
+    reached = jnp.isfinite(sol.ts) & (sol.ts <= ts[-1])
+    last = jnp.max(jnp.where(reached, sol.ts, ts[0]))
+    return result, jnp.where(ok, ts[-1], last)
 
 
 def _stages(dsolver) -> int:

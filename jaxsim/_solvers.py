@@ -471,10 +471,12 @@ class StepMappedSolver(dfx.AbstractWrappedSolver):
         return self.solver.error_order(terms)
 
     def init(self, terms, t0, t1, y0, args):
-        return self.solver.init(terms, t0, t1, y0, args), self.counts_like
+        return self.solver.init(terms, t0, t1, y0, args), self.counts_like, self.counts_like
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        inner_state, counts = solver_state
+        # State: (inner state, counts of the accepted steps, counts of the last step); a driver
+        # that interpolates back into the last step (an event) replaces that step's counts.
+        inner_state, counts, _ = solver_state
         y1, y_error, dense_info, inner_state, result = self.solver.step(
             terms, t0, t1, y0, args, inner_state, made_jump
         )
@@ -485,8 +487,9 @@ class StepMappedSolver(dfx.AbstractWrappedSolver):
         if jtu.tree_leaves(inner_state):
             fresh = self.solver.init(terms, t1, t1 + (t1 - t0), y1_mapped, args)
             inner_state = jtu.tree_map(lambda a, b: jnp.where(jumped, a, b), fresh, inner_state)
-        counts = jtu.tree_map(lambda c, s: c + s.astype(c.dtype), counts, step_counts)
-        return y1_mapped, y_error, dense_info, (inner_state, counts), result
+        step_counts = jtu.tree_map(lambda c, s: s.astype(c.dtype), counts, step_counts)
+        counts = jtu.tree_map(lambda c, s: c + s, counts, step_counts)
+        return y1_mapped, y_error, dense_info, (inner_state, counts, step_counts), result
 
     def func(self, terms, t0, y0, args):
         return self.solver.func(terms, t0, y0, args)

@@ -24,6 +24,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from .._compile import compiler_options
+from .._results import RESULTS
 from .dispersions import Dispersions, _check_key, _is_typed_key, _sample_members
 
 
@@ -109,7 +110,7 @@ def _finite(tree):
 
 
 def _result_code(items) -> jax.Array:
-    """The first non-successful code among diffrax RESULTS items (0 when all succeeded)."""
+    """The first non-successful code among RESULTS items (0 when all succeeded)."""
     code = jnp.asarray(0, jnp.int32)
     for item in items:
         value = jnp.asarray(item._value, jnp.int32)
@@ -118,10 +119,11 @@ def _result_code(items) -> jax.Array:
 
 
 def _message(code: int) -> str:
-    table = dfx.RESULTS._index_to_message
+    # jaxsim.RESULTS extends diffrax's codes (same numbers for diffrax's causes).
+    table = RESULTS._index_to_message
     if 0 <= code < len(table):
         return table[code]
-    return f"diffrax result code {code}"
+    return f"result code {code}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -136,7 +138,7 @@ class BatchResult(eqx.Module):
 
     - `members`: member indices, shape `(m,)` int64.
     - `ok`: `True` where the member's solve succeeded and all its outputs are finite, shape `(m,)`.
-    - `result`: the first non-successful `diffrax.RESULTS` code among the member's outputs (0 when
+    - `result`: the first non-successful `jaxsim.RESULTS` code among the member's outputs (0 when
       successful), shape `(m,)` int32; see `messages`.
     - `params`: the member's parameters (sampled ones for `Dispersions`), nested dicts of arrays.
     - `outputs`: the member function's outputs as nested dicts of arrays (a `Solution` becomes

@@ -1,0 +1,424 @@
+"""The hybrid driver's loop: one `lax.scan` iteration per segment (see the package docstring)."""
+
+from typing import Any
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.tree_util as jtu
+import numpy as np
+
+from .._compile import jit as jaxsim_jit
+from .._events import EventLog
+from .._results import RESULTS
+from .._simulate import Solution, _zeros_counts, make_stats, mark_after
+from .._solvers import StepMappedSolver, for_adjoint
+from . import _event_rules as rules, _segments as segments
+from ._carry import Arming, Carry, EventLogBuffer, Samples, Status, Tally, nan_rows, set_rows, where
+
+
+class HybridSolution(Solution):
+    """What `simulate` returns when clocks, discontinuities or events are given.
+
+    The fields of `Solution` (`ts`, `ys`, `outputs`, `counts`, `stats`, `result`, `t_final`), plus:
+
+    - `zs`: discrete states `{model_name: z}` at `ts` (pre-tick values at tick times).
+    - `held`: held outputs `{model_name: outputs}` at `ts`.
+    - `clock_logs`: `{model_name: {"t": tick times (numpy), "z": post-tick states, "held": ...}}`.
+    - `events`: an `EventLog` (None without events).
+    """
+
+    zs: Any = None
+    held: Any = None
+    clock_logs: Any = None
+    events: Any = None
+
+
+class Static(eqx.Module):
+    plan: Any = eqx.field(static=True)
+    config: Any = eqx.field(static=True)
+    adjoint: Any = eqx.field(static=True, default=None)
+
+
+def merge_args(user_args, held):
+    """`{**user_args, **held outputs of every model}` (held: `{model_name: {address: value}}`)."""
+    out = {} if user_args is None else dict(user_args)
+    for h in held.values():
+        out.update(h)
+    return out
+
+
+class _Run:
+    """What every segment of one run shares (built inside the trace; not a pytree)."""
+
+    def __init__(self, model, models, events, args, ts, fsolver, dsolver, root_finder, static, num):
+        self.model, self.models, self.events, self.args = model, models, events, args
+        self.cfg, self.plan, self.adjoint, self.num = (
+            static.config,
+            static.plan,
+            static.adjoint,
+            num,
+        )
+        self.ts, self.n_s, self.window = ts, ts.shape[0], self.cfg.window
+        self.n_ev = len(events)
+        self.t0 = jnp.asarray(self.cfg.t0)
+        self.fsolver = fsolver
+
+        def drift(t, y, a):
+            # One ulp inside the segment: sources with an edge at a boundary are seen at their
+            # left limit before it and their right limit after it.
+            return model.drift(segments.inside(t, a["lo"], a["hi"]), y, a["args"])
+
+        self.drift = drift
+        self.term = dfx.ODETerm(drift)
+        self.counts0 = None
+        self.dsolver = dsolver
+        self.event = None
+        if self.n_ev:
+            self.event = dfx.Event(
+                [self._cond_fn(i, ev) for i, ev in enumerate(events)],
+                root_finder=root_finder,
+                direction=[ev.diffrax_direction for ev in events],
+            )
+        self.controller = (
+            segments.CarryPID(segments.pid(num, self.cfg))
+            if self.cfg.adaptive
+            else dfx.ConstantStepSize()
+        )
+
+    def with_state(self, y0):
+        self.counts0 = _zeros_counts(self.model, y0)
+        # The model's step map (MRP shadow-set switch, wheel friction modes) runs after every
+        # accepted step, as in the plain drivers.
+        inner = for_adjoint(self.dsolver, self.adjoint)
+        self.msolver = StepMappedSolver(inner, self.model.step_map, self.counts0)
+        return self
+
+    @staticmethod
+    def _cond_fn(i, ev):
+        def cond_fn(t, y, args, **kwargs):
+            c, _ = rules.as_float_cond(ev.cond(t, y, args["args"]))
+            c = jnp.where((t == args["t_start"]) & args["ov"][i], args["ovs"][i], c)
+            # A condition disabled for a re-solve is constant (cannot cross), start included.
+            return jnp.where(args["dis"][i], 1.0, c)
+
+        return cond_fn
+
+    def tick(self, t_k, y, z, held, due):
+        """Clock updates due at `t_k`: Jacobi models from pre-tick values, then sequential ones."""
+        args_pre = merge_args(self.args, held)
+        z_new, held_new = dict(z), dict(held)
+        for i, md in enumerate(self.models):
+            if md.sequential:
+                continue
+            zi, hi = md.update(t_k, y, z[md.name], args_pre)
+            z_new[md.name] = where(due[i], zi, z[md.name])
+            held_new[md.name] = where(due[i], hi, held[md.name])
+        for i, md in enumerate(self.models):
+            if not md.sequential:
+                continue
+            zi, hi = md.update(t_k, y, z_new[md.name], merge_args(self.args, held_new))
+            z_new[md.name] = where(due[i], zi, z_new[md.name])
+            held_new[md.name] = where(due[i], hi, held_new[md.name])
+        return z_new, held_new
+
+
+def _boundaries(plan, nm, disc, cfg):
+    """Sorted boundaries (static ticks and t1, possibly traced discontinuity times), which clock
+    ticks each is (`ids`: row of the due/number tables; the last row: none)."""
+    nb = len(plan.times)
+    due_tab = jnp.asarray(
+        np.vstack([np.asarray(plan.due, bool).reshape(nb, nm), np.zeros((1, nm), bool)])
+    )
+    num_tab = jnp.asarray(
+        np.vstack(
+            [
+                np.asarray(plan.tick_number, np.int64).reshape(nb, nm),
+                np.asarray(plan.n_ticks, np.int64).reshape(1, nm),
+            ]
+        )
+    )
+    B = jnp.asarray(plan.times)
+    ids = jnp.arange(nb)
+    if disc.shape[0]:
+        B = jnp.concatenate([B, jnp.clip(disc, cfg.t0, cfg.t1)])
+        ids = jnp.concatenate([ids, jnp.full(disc.shape, nb)])
+        order = jnp.argsort(B, stable=True)
+        B, ids = B[order], ids[order]
+    return B, ids, due_tab, num_tab
+
+
+def _initial_step(run, y0, args0, B):
+    """`(dt_proposed, controller_state, rhs)` before the first segment."""
+    cfg, num = run.cfg, run.num
+    if not cfg.adaptive:
+        return num["dt"], None, 0
+    pid = segments.pid(num, cfg)
+    a0 = {
+        "args": args0,
+        "lo": segments.next_up(run.t0),
+        "hi": segments.next_down(B[0]),
+        "t_start": run.t0,
+        "ov": jnp.zeros((run.n_ev,), bool),
+        "ovs": jnp.ones((run.n_ev,)),
+        "dis": jnp.zeros((run.n_ev,), bool),
+    }
+    d = run.dsolver
+    if not cfg.has_dt and cfg.has_y:
+        tn, pstate = pid.init(run.term, run.t0, cfg.t1, y0, None, a0, d.func, d.order(run.term))
+        dtp0, rhs = jax.lax.stop_gradient(tn - run.t0), 2
+    else:
+        dtp0, rhs = num["dt"], 0
+        _, pstate = pid.init(run.term, run.t0, cfg.t1, y0, dtp0, a0, d.func, None)
+    return dtp0, jtu.tree_map(jnp.asarray, (pstate, dtp0)), rhs
+
+
+def _initial_carry(run, y0, z0, held0, B):
+    cfg, n_ev, n_s, ts = run.cfg, run.n_ev, run.n_s, run.ts
+    args0 = merge_args(run.args, held0)
+    dtp0, cstate0, rhs0 = _initial_step(run, y0, args0, B)
+    at0 = ts == run.t0
+
+    def first_rows(val, n=n_s):
+        return jtu.tree_map(
+            lambda b, v: jnp.where(at0.reshape((-1,) + (1,) * v.ndim), v[None], b),
+            nan_rows(val, n),
+            val,
+        )
+
+    counts_rows = None
+    if cfg.lean_steps:
+        counts_rows = jtu.tree_map(lambda u: jnp.zeros((n_s,) + u.shape, u.dtype), run.counts0)
+    samples = Samples(first_rows(y0), first_rows(z0), first_rows(held0), counts_rows)
+    clock_log = {
+        md.name: {
+            "z": nan_rows(z0[md.name], run.plan.n_ticks[i]),
+            "held": nan_rows(held0[md.name], run.plan.n_ticks[i]),
+        }
+        for i, md in enumerate(run.models)
+    }
+    log = EventLogBuffer.empty(max(cfg.max_events, 0), y0, z0)
+    override, sign0 = jnp.zeros((n_ev,), bool), jnp.ones((n_ev,))
+    level0 = jnp.zeros((0,), bool)
+    if n_ev:
+        # A condition exactly zero at t0 takes the sign of where it is heading (as at a restart).
+        c00, r00, _ = rules.cond_values(
+            run, run.t0, y0, args0, segments.next_up(run.t0), segments.next_down(B[0])
+        )
+        override = (c00 == 0) & (r00 != 0)
+        sign0 = jax.lax.stop_gradient(jnp.where(r00 != 0, jnp.sign(r00), 1.0))
+        rhs0 = rhs0 + 1
+        # A terminal condition that already holds at t0 ends the run at once (logged at t0).
+        level0 = rules.level_holds(run, c00, r00)
+        rows0 = jnp.where(level0, jnp.cumsum(level0.astype(int)) - 1, cfg.max_events)
+        log = log.write(rows0, run.t0, jnp.arange(n_ev), y0, y0, z0, z0)
+    n_level = jnp.sum(level0.astype(int))
+    return Carry(
+        t=run.t0,
+        y=y0,
+        z=z0,
+        held=held0,
+        k=jnp.asarray(0),
+        dt_proposed=dtp0,
+        controller_state=cstate0,
+        arming=Arming(override, sign0, jnp.zeros((n_ev,), bool), jnp.asarray(jnp.inf)),
+        status=Status(n_level > 0, n_level > 0, n_level > cfg.max_events, RESULTS.successful),
+        tally=Tally.zero(run.counts0, num_rhs=rhs0, num_events=n_level),
+        samples=samples,
+        clock_log=clock_log,
+        event_log=log,
+    )
+
+
+@jaxsim_jit
+def run_hybrid(
+    model, models, events, y0, args, held0, disc, ts, dsolver, fsolver, root_finder, static, num
+):
+    run = _Run(model, models, events, args, ts, fsolver, dsolver, root_finder, static, num)
+    run = run.with_state(y0)
+    cfg, plan, n_ev, n_s, m = run.cfg, run.plan, run.n_ev, run.n_s, run.window
+    B, ids, due_tab, num_tab = _boundaries(plan, len(models), disc, cfg)
+    n_total = B.shape[0]
+    z0 = {md.name: md.init_state() for md in models}
+    solve = segments.solve_lean if cfg.lean_steps else segments.solve_diffrax
+
+    def body(c, _):
+        done = c.status.done
+        kk = jnp.minimum(c.k, n_total - 1)
+        t_a = c.t
+        t_b = jnp.where(done, t_a, jnp.minimum(B[kk], c.arming.cap))
+        args_m = merge_args(args, c.held)
+        seg = jax.lax.cond(
+            done, lambda _: segments.skip(run, c), lambda _: solve(run, t_a, t_b, c, args_m), None
+        )
+        # A failed segment (max steps, non-finite state, event not located) ends the run: at the
+        # last finite state for a non-finite one, else where the solver got to.
+        failed = (seg.result != RESULTS.successful) & ~done
+        bad_state = failed & (seg.result == RESULTS.nonfinite_state)
+        t_e, y_e = seg.t, seg.y
+
+        # Samples in (t_a, t_e]: left limits (pre-tick z and held, pre-reset y).
+        valid = (seg.window < n_s) & (seg.window_t > t_a) & (seg.window_t <= t_e) & ~done
+        idx = jnp.where(valid, seg.window, n_s)
+        counts_at = None
+        if cfg.lean_steps:
+            counts_at = jtu.tree_map(lambda a, b: a[None] + b, c.tally.counts, seg.counts_at)
+        samples = c.samples.put(idx, m, seg.ys, c.z, c.held, counts_at)
+
+        reported = jnp.any(seg.mask & ~failed) & ~done
+        if n_ev:
+            ev = rules.handle(run, c, t_a, t_b, seg, args_m, reported)
+        else:
+            f = jnp.asarray(False)
+            ev = rules.EventOutcome(
+                f, f, c.arming.override, y_e, c.z, jnp.asarray(0), f, f, c.arming.sign,
+                c.event_log,
+            )  # fmt: skip
+
+        # No event: the segment reached t_b (a boundary, or the cap of a re-solve).
+        reached = ~done & ~reported & ~failed
+        at_boundary = reached & (t_b == B[kk]) & (c.arming.cap >= B[kk])
+        bid = ids[kk]
+        due = due_tab[bid] & at_boundary
+        z_t, held_t = run.tick(t_b, y_e, c.z, c.held, due)
+        rows = num_tab[bid]
+        clock_log = {}
+        for i, md in enumerate(models):
+            r = jnp.where(due[i], rows[i], plan.n_ticks[i])
+            clock_log[md.name] = {
+                "z": set_rows(c.clock_log[md.name]["z"], r, z_t[md.name]),
+                "held": set_rows(c.clock_log[md.name]["held"], r, held_t[md.name]),
+            }
+
+        # Step-map counts of the segment, unless it is solved again (a conflict re-solve).
+        used = ev.accept | reached | failed
+        tally = Tally(
+            c.tally.num_steps + seg.num_steps,
+            c.tally.num_rejected_steps + seg.num_rejected_steps,
+            c.tally.num_rhs + seg.num_rhs,
+            c.tally.num_segments + jnp.where(done, 0, 1),
+            c.tally.num_events + ev.num_new,
+            jtu.tree_map(
+                lambda a, b: a + jnp.where(used, b, 0).astype(a.dtype), c.tally.counts, seg.counts
+            ),
+        )
+        moved = ev.accept | reached | (failed & ~bad_state)
+        new_k = c.k + at_boundary.astype(c.k.dtype)
+        arming = Arming(
+            override=jnp.where(ev.accept, ev.fired, jnp.where(reached, False, c.arming.override)),
+            sign=jnp.where(ev.accept, ev.sign, c.arming.sign),
+            disabled=jnp.where(
+                ev.conflict,
+                c.arming.disabled | seg.mask,
+                jnp.where(ev.accept | reached, False, c.arming.disabled),
+            ),
+            cap=jnp.where(ev.conflict, t_e, jnp.where(ev.accept | reached, jnp.inf, c.arming.cap)),
+        )
+        stopped = c.status.stopped | ev.stop
+        overflow = c.status.overflow | ev.over
+        result = RESULTS.where(c.status.result == RESULTS.successful, seg.result, c.status.result)
+        status = Status(
+            done | (new_k >= n_total) | stopped | ev.over | failed, stopped, overflow, result
+        )
+        new = Carry(
+            t=jnp.where(moved, t_e, t_a),
+            y=where(ev.accept, ev.y, where(reached | (failed & ~bad_state), y_e, c.y)),
+            z=where(ev.accept, ev.z, where(at_boundary, z_t, c.z)),
+            held=where(at_boundary, held_t, c.held),
+            k=new_k,
+            dt_proposed=seg.dt_proposed,
+            controller_state=seg.controller_state,
+            arming=arming,
+            status=status,
+            tally=tally,
+            samples=samples,
+            clock_log=clock_log,
+            event_log=ev.log,
+        )
+        return new, None
+
+    c0 = _initial_carry(run, y0, z0, held0, B)
+    c, _ = jax.lax.scan(body, c0, None, length=cfg.n_iter)
+    return _assemble(run, c, n_total)
+
+
+def _assemble(run, c, n_total):
+    """The `HybridSolution`: samples marked after the end, the result code, errors with `throw`."""
+    cfg, ts, model = run.cfg, run.ts, run.model
+    finished = (c.k >= n_total) | c.status.stopped
+    failed = c.status.result != RESULTS.successful
+    too_many = ~failed & (c.status.overflow | ~finished)
+    result = RESULTS.where(too_many, RESULTS.too_many_events, c.status.result)
+    t_final = c.t
+    # Samples after the end (a terminal event or a failure) are NaN; samples are in each step's
+    # starting coordinates (dense output): bring them to the canonical form of the step map.
+    by = jax.vmap(lambda t, y: model.step_map(t, y)[0])(ts, c.samples.y)
+    by, bz, bh = (mark_after(ts, b, t_final) for b in (by, c.samples.z, c.samples.held))
+    if cfg.throw:
+        for cause in (
+            RESULTS.too_many_events,
+            RESULTS.nonfinite_state,
+            RESULTS.max_steps_reached,
+            RESULTS.event_location_failed,
+        ):
+            by, t_final = eqx.error_if(
+                (by, t_final),
+                result == cause,
+                RESULTS[cause] + " (pass throw=False to inspect `Solution.result` and `t_final`)",
+            )
+        by, t_final = eqx.error_if(
+            (by, t_final),
+            result != RESULTS.successful,
+            "simulate: a segment solve failed; pass throw=False to inspect `Solution.result`.",
+        )
+    derived = None
+    if cfg.outputs:
+
+        def derive(t, y, h):
+            return model.derived(t, y, merge_args(run.args, h))
+
+        derived = jax.vmap(derive)(ts, by, bh)
+    tally = c.tally
+    stats = make_stats(
+        tally.num_steps,
+        tally.num_rhs,
+        tally.counts,
+        num_rejected_steps=tally.num_rejected_steps,
+        num_segments=tally.num_segments,
+        num_events=tally.num_events,
+    )
+    logs = {
+        md.name: {
+            "t": jnp.asarray(run.plan.model_times[i]),
+            "z": c.clock_log[md.name]["z"],
+            "held": c.clock_log[md.name]["held"],
+        }
+        for i, md in enumerate(run.models)
+    }
+    ev_log = None
+    if run.n_ev:
+        b = c.event_log
+        ev_log = EventLog(
+            t=b.t,
+            index=b.index,
+            y_before=b.y_before,
+            y_after=b.y_after,
+            z_before=b.z_before,
+            z_after=b.z_after,
+            count=tally.num_events,
+            names=tuple(ev.name for ev in run.events),
+        )
+    return HybridSolution(
+        ts=ts,
+        ys=by,
+        outputs=derived,
+        counts=c.samples.counts,
+        stats=stats,
+        result=result,
+        t_final=t_final,
+        zs=bz,
+        held=bh,
+        clock_logs=logs,
+        events=ev_log,
+    )

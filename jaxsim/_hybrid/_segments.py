@@ -1,0 +1,279 @@
+"""Segment solvers of the hybrid driver: one solve from a segment start to its end (a boundary, a
+re-solve cap, or an event), through `diffrax.diffeqsolve` or the lean fixed-step stepper."""
+
+from typing import Any
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.tree_util as jtu
+import numpy as np
+
+from .._results import RESULTS, promote
+from .._simulate import _GRID_RTOL, _all_finite
+from .._solvers import AbstractFixedStepSolver
+from .._step_context import step_interval
+
+
+class SegmentResult(eqx.Module):
+    """What one segment solve gives the driver.
+
+    `y`, `t`: state and time where it ended; `mask`: events reported by the solver there; `window`,
+    `window_t`: indices and times of the samples that may fall in the segment; `ys` (`counts_at`):
+    the states (cumulative step-map counts, lean path only) at those times; `dt_proposed`,
+    `controller_state`: the adaptive step-size state to carry on; `num_*`: work done; `counts`:
+    step-map counts of the segment; `result`: successful or the cause of a failure.
+    """
+
+    y: Any
+    t: jax.Array
+    mask: jax.Array
+    window: jax.Array
+    window_t: jax.Array
+    ys: Any
+    counts_at: Any
+    dt_proposed: Any
+    controller_state: Any
+    num_steps: jax.Array
+    num_rejected_steps: jax.Array
+    num_rhs: jax.Array
+    counts: Any
+    result: Any
+
+
+class CarryPID(dfx.AbstractAdaptiveStepSizeController):
+    """A PID controller that also records its last proposed (unclipped) step in its state."""
+
+    inner: dfx.PIDController
+
+    @property
+    def rtol(self):
+        return self.inner.rtol
+
+    @property
+    def atol(self):
+        return self.inner.atol
+
+    @property
+    def norm(self):
+        return self.inner.norm
+
+    def wrap(self, direction):
+        return CarryPID(self.inner.wrap(direction))
+
+    def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
+        tnext, state = self.inner.init(terms, t0, t1, y0, dt0, args, func, error_order)
+        return tnext, (state, jnp.asarray(tnext - t0, dtype=jnp.result_type(float)))
+
+    def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order, state):
+        inner_state, _ = state
+        keep, nt0, nt1, jump, inner_state, result = self.inner.adapt_step_size(
+            t0, t1, y0, y1_candidate, args, y_error, error_order, inner_state
+        )
+        proposal = jax.lax.stop_gradient(nt1 - nt0)
+        return keep, nt0, nt1, jump, (inner_state, proposal), result
+
+
+def inside(t, lo, hi):
+    """`t` clipped into [lo, hi] in value, with the derivative of `t` itself."""
+    return t + jax.lax.stop_gradient(jnp.clip(t, lo, hi) - t)
+
+
+def next_up(x):
+    """One ulp above `x` in value; derivative of `x` (nextafter has no JAX derivative)."""
+    xs = jax.lax.stop_gradient(x)
+    return x + (jnp.nextafter(xs, jnp.asarray(jnp.inf, jnp.result_type(xs))) - xs)
+
+
+def next_down(x):
+    xs = jax.lax.stop_gradient(x)
+    return x + (jnp.nextafter(xs, jnp.asarray(-jnp.inf, jnp.result_type(xs))) - xs)
+
+
+def lean_steps(solver, adaptive, dt, events, disc, t0, boundaries, ts) -> int:
+    """Steps per segment of the lean fixed-step stepper (0: segments go through `diffeqsolve`).
+
+    The lean stepper runs a jaxsim fixed-step solver's own step (the plain driver's arithmetic,
+    held inputs, step map) over segments that lie on the global grid `t0 + k dt`: no events (they
+    need dense output), no discontinuity times (they may be traced, off the grid), and every clock
+    tick and sample time on the grid. Its step count is the longest interval between ticks.
+    """
+    if adaptive or events or disc or not isinstance(solver, AbstractFixedStepSolver):
+        return 0
+    dt = float(dt)
+    edges = np.concatenate([[t0], np.asarray(boundaries, dtype=float)])
+    for times in (edges, np.asarray(ts, dtype=float)):
+        k = (times - t0) / dt
+        if np.any(np.abs(k - np.round(k)) > _GRID_RTOL * np.maximum(1.0, np.abs(k))):
+            return 0
+    steps = np.diff(np.round((edges - t0) / dt))
+    return max(int(steps.max()) if steps.size else 1, 1)
+
+
+def split_step(t_a, t_b, dt):
+    """Fixed step for a segment: the segment split into n = ceil(length / dt) equal steps.
+
+    Inflated by 1e-12 (relative) so that the last step lands exactly on `t_b` (diffrax clips it)
+    instead of leaving a one-ulp sliver.
+    """
+    length = t_b - t_a
+    n = jnp.maximum(jnp.ceil(length / dt * (1.0 - 1e-10)), 1.0)
+    return jnp.where(length > 0, length / n * (1.0 + 1e-12), dt)
+
+
+def pid(num, cfg):
+    return dfx.PIDController(
+        rtol=num["rtol"], atol=num["atol"], dtmax=num["dtmax"] if cfg.has_dtmax else None
+    )
+
+
+def _window(run, t_a):
+    """Indices and times of the samples after `t_a` that one segment may hold (inf: none)."""
+    idx = jnp.searchsorted(run.ts, t_a, side="right") + jnp.arange(run.window)
+    t = jnp.where(idx < run.n_s, run.ts[jnp.minimum(idx, run.n_s - 1)], jnp.inf)
+    return idx, t
+
+
+def _rows(tree, window):
+    return jtu.tree_map(lambda u: jnp.broadcast_to(u, (window,) + u.shape), tree)
+
+
+def _zero():
+    return jnp.asarray(0, jnp.int64)
+
+
+def skip(run, c):
+    """No solve (the run is over): nothing moves, nothing is sampled."""
+    lean = run.cfg.lean_steps > 0
+    return SegmentResult(
+        y=c.y,
+        t=c.t,
+        mask=jnp.zeros((run.n_ev,), bool),
+        window=jnp.full((run.window,), run.n_s),
+        window_t=jnp.full((run.window,), jnp.inf),
+        ys=_rows(c.y, run.window),
+        counts_at=_rows(run.counts0, run.window) if lean else None,
+        dt_proposed=c.dt_proposed,
+        controller_state=c.controller_state,
+        num_steps=_zero(),
+        num_rejected_steps=_zero(),
+        num_rhs=_zero(),
+        counts=run.counts0,
+        result=RESULTS.successful,
+    )
+
+
+def solve_diffrax(run, t_a, t_b, c, args_m):
+    """`diffeqsolve` over [t_a, t_b] (dense-output samples, events, the step map after each step)."""
+    cfg, n_ev = run.cfg, run.n_ev
+    win_idx, win_t = _window(run, t_a)
+    save_t = jnp.clip(win_t, t_a, t_b)
+    if not cfg.has_y:
+        return SegmentResult(
+            c.y, t_b, jnp.zeros((n_ev,), bool), win_idx, win_t, _rows(c.y, run.window), None,
+            c.dt_proposed, c.controller_state, _zero(), _zero(), _zero(), run.counts0,
+            RESULTS.successful,
+        )  # fmt: skip
+    a = {
+        "args": args_m,
+        "lo": next_up(t_a),
+        "hi": next_down(t_b),
+        "t_start": t_a,
+        "ov": c.arming.override,
+        "ovs": c.arming.sign,
+        "dis": c.arming.disabled,
+    }
+    saveat = dfx.SaveAt(
+        subs=[dfx.SubSaveAt(ts=save_t), dfx.SubSaveAt(t1=True)],
+        controller_state=cfg.adaptive,
+        solver_state=True,
+    )
+    sol = dfx.diffeqsolve(
+        run.term,
+        run.msolver,
+        t_a,
+        t_b,
+        c.dt_proposed if cfg.adaptive else split_step(t_a, t_b, run.num["dt"]),
+        c.y,
+        a,
+        saveat=saveat,
+        stepsize_controller=run.controller,
+        event=run.event,
+        max_steps=cfg.max_steps,
+        throw=False,
+        controller_state=c.controller_state if cfg.adaptive else None,
+        **({} if run.adjoint is None else {"adjoint": run.adjoint}),
+    )
+    t_end = sol.ts[1][0]
+    # At an event the state is interpolated in the last step's starting coordinates: map it,
+    # and count the map's switches up to the event instead of those of the whole last step.
+    y_end, end_counts = run.model.step_map(t_end, jtu.tree_map(lambda u: u[0], sol.ys[1]))
+    _, seg_counts, last_counts = sol.solver_state
+    at_event = sol.result == dfx.RESULTS.event_occurred
+    seg_counts = jtu.tree_map(
+        lambda a, b, e: jnp.where(at_event, a - b + e.astype(a.dtype), a),
+        seg_counts,
+        last_counts,
+        end_counts,
+    )
+    mask = jnp.stack([jnp.asarray(x) for x in sol.event_mask]) if n_ev else jnp.zeros((0,), bool)
+    mask = mask & at_event
+    tried = jnp.asarray(sol.stats["num_steps"]).astype(jnp.int64)
+    accepted = jnp.asarray(sol.stats["num_accepted_steps"]).astype(jnp.int64)
+    rhs = (1 + (cfg.stages - 1) * tried) if cfg.fsal else cfg.stages * tried
+    dtp, cst = c.dt_proposed, c.controller_state
+    if cfg.adaptive:
+        cst = sol.controller_state
+        dtp = cst[1]
+    ok = (sol.result == dfx.RESULTS.successful) | at_event
+    res = promote(dfx.RESULTS.where(ok, dfx.RESULTS.successful, sol.result), events=n_ev > 0)
+    res = RESULTS.where(_all_finite(y_end), res, RESULTS.nonfinite_state)
+    return SegmentResult(
+        y_end, t_end, mask, win_idx, win_t, sol.ys[0], None, dtp, cst, accepted,
+        tried - accepted, rhs, seg_counts, res,
+    )  # fmt: skip
+
+
+def solve_lean(run, t_a, t_b, c, args_m):
+    """Fixed steps on the global grid t0 + k dt (t_a, t_b and the samples lie on it).
+
+    The plain fixed-step driver's step, held-input rule and step map, in a `lax.scan` of at most
+    `cfg.lean_steps` steps (the longest interval between ticks; shorter segments mask the rest):
+    a clocked run whose clocks change nothing equals the plain run bit for bit.
+    """
+    cfg, dt, t0, m = run.cfg, run.num["dt"], run.t0, run.window
+    win_idx, win_t = _window(run, t_a)
+    n_a = jnp.round((t_a - t0) / dt).astype(jnp.int64)
+    n_b = jnp.round((t_b - t0) / dt).astype(jnp.int64)
+    n_steps = jnp.clip(n_b - n_a, 0, cfg.lean_steps)
+    # Step (within the segment) after which each window sample is taken (-1: none).
+    win_n = jnp.where(win_t <= t_b, jnp.round((win_t - t0) / dt).astype(jnp.int64) - n_a, -1)
+    a = {"args": args_m, "lo": next_up(t_a), "hi": next_down(t_b)}
+    model = run.model
+
+    def one(carry, j):
+        yj, cnt, ys_w, cs_w = carry
+
+        def step(_):
+            t = t0 + (n_a + j) * dt
+            with step_interval(t, t + dt):
+                y1 = run.fsolver.step(run.drift, t, yj, dt, a)
+            y1, c1 = model.step_map(t + dt, y1)
+            return y1, jtu.tree_map(lambda u, v: u + v.astype(u.dtype), cnt, c1)
+
+        y1, cnt1 = jax.lax.cond(j < n_steps, step, lambda _: (yj, cnt), None)
+        hit = win_n == j + 1
+
+        def take(b, v):
+            return jnp.where(hit.reshape((-1,) + (1,) * v.ndim), v[None], b)
+
+        return (y1, cnt1, jtu.tree_map(take, ys_w, y1), jtu.tree_map(take, cs_w, cnt1)), None
+
+    init = (c.y, run.counts0, _rows(c.y, m), _rows(run.counts0, m))
+    (y_end, cnt, ys_w, cs_w), _ = jax.lax.scan(one, init, jnp.arange(cfg.lean_steps))
+    res = RESULTS.where(_all_finite(y_end), RESULTS.successful, RESULTS.nonfinite_state)
+    return SegmentResult(
+        y_end, t_b, jnp.zeros((run.n_ev,), bool), win_idx, win_t, ys_w, cs_w, c.dt_proposed,
+        c.controller_state, n_steps, _zero(), n_steps * run.fsolver.num_stages, cnt, res,
+    )  # fmt: skip

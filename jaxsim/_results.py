@@ -1,0 +1,61 @@
+"""Result codes of a run: diffrax's, plus the causes only jaxsim's drivers can report.
+
+`Solution.result` is a `jaxsim.RESULTS` item on every path. `jaxsim.RESULTS` extends
+`diffrax.RESULTS` (same codes and messages for diffrax's causes, e.g. `max_steps_reached`,
+`nonfinite`), with:
+
+- `too_many_events`: more event firings (or event re-solves) than `max_events`;
+- `event_location_failed`: the root finder could not locate an event's crossing time;
+- `nonfinite_state`: the continuous state became NaN/inf (a model or step-size problem; the
+  solve itself did not report it, e.g. a fixed-step run).
+
+Compare with `jaxsim.RESULTS` items (`sol.result == js.RESULTS.successful`); a diffrax item is
+promoted with `js.RESULTS.promote(dfx_item)`. `Solution.ok` and `Solution.message` read them.
+"""
+
+import diffrax as dfx
+import jax.numpy as jnp
+
+
+class RESULTS(dfx.RESULTS):
+    too_many_events = (
+        "simulate: more event firings (or event re-solves) were needed than `max_events`; raise "
+        "`max_events` (the event log has that fixed size; nothing is truncated silently)."
+    )
+    event_location_failed = (
+        "simulate: the root finder could not locate an event's crossing time; check that the "
+        "event condition is continuous near the crossing, or give another `root_finder`."
+    )
+    nonfinite_state = (
+        "simulate: the state became non-finite (NaN/inf); check the model's parameters and the "
+        "step size."
+    )
+
+
+# diffrax codes that come from optimistix's root finder (an event whose time could not be located).
+_ROOT_FINDER_CODES = (
+    dfx.RESULTS.nonlinear_max_steps_reached,
+    dfx.RESULTS.nonlinear_divergence,
+    dfx.RESULTS.singular,
+    dfx.RESULTS.breakdown,
+    dfx.RESULTS.stagnation,
+    dfx.RESULTS.conlim,
+)
+
+
+def promote(result, *, events: bool = False):
+    """A diffrax result as a `jaxsim.RESULTS` item (root-finder codes name the event when `events`)."""
+    if isinstance(result, type(RESULTS.successful)) and result._enumeration is RESULTS:
+        return result
+    out = RESULTS.promote(result)
+    if events:
+        failed = jnp.asarray(False)
+        for code in _ROOT_FINDER_CODES:
+            failed = failed | (result == code)
+        out = RESULTS.where(failed, RESULTS.event_location_failed, out)
+    return out
+
+
+def message(result) -> str:
+    """The message of a concrete result code ("" for success)."""
+    return RESULTS[result]
