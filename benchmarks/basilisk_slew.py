@@ -32,6 +32,8 @@ out = bsl.run(duration=30.0, K=1.0)   # overrides of SCENARIO entries
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 
@@ -70,12 +72,13 @@ def gsHat_B(scenario=None) -> np.ndarray:
     return g / np.linalg.norm(g, axis=1, keepdims=True)
 
 
-def run(**overrides) -> dict:
+def run(timing: dict | None = None, **overrides) -> dict:
     """Build and run the scenario (with `overrides` of `SCENARIO` entries).
 
     Returns float64 arrays sampled every `sample_dt` from t = 0 (inclusive) to `duration`:
     `t` [s], `sigma_BN`, `omega_BN_B` [rad/s], `Omega` (wheel speeds) [rad/s] and `u_cmd` (the
-    `rwMotorTorque` output message at the sample time) [N m].
+    `rwMotorTorque` output message at the sample time) [N m]. A `timing` dict, if given, receives
+    `execute_s`: the wall time [s] of `ExecuteSimulation()` alone (for `benchmarks/bench_slew.py`).
     """
     from Basilisk.architecture import messaging
     from Basilisk.fswAlgorithms import attTrackingError, inertial3D, mrpFeedback, rwMotorTorque
@@ -199,7 +202,10 @@ def run(**overrides) -> dict:
 
     sim.InitializeSimulation()
     sim.ConfigureStopTime(macros.sec2nano(s["duration"]))
+    t_exec = time.perf_counter()
     sim.ExecuteSimulation()
+    if timing is not None:
+        timing["execute_s"] = time.perf_counter() - t_exec
 
     f = lambda a: np.asarray(a, dtype=float)
     n = len(g)

@@ -13,6 +13,7 @@ Usage:
     python benchmarks/run_all.py --list
     python benchmarks/run_all.py --collect        # merge the existing result files, rerun nothing
     python benchmarks/run_all.py --only gpu       # bench_gpu alone (on a CUDA machine: see README)
+    python benchmarks/run_all.py --only slew      # closed-loop FSW slew vs Basilisk (bench_slew)
 """
 
 from __future__ import annotations
