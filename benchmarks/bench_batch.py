@@ -89,7 +89,6 @@ def batched_runner(horizon: float, dt: float, chunk: int | None = None):
     (`jax.lax.map(..., batch_size=chunk)`: a loop over vmapped chunks, whose working set stays in
     the cache).
     """
-    import diffrax as dfx
     import equinox as eqx
     import jax
     import jax.numpy as jnp
@@ -111,7 +110,7 @@ def batched_runner(horizon: float, dt: float, chunk: int | None = None):
             "r_BN_N": hub["r_BN_N"][-1],
             "sigma_BN": hub["sigma_BN"][-1],
             "omega_BN_B": hub["omega_BN_B"][-1],
-            "ok": sol.result == dfx.RESULTS.successful,
+            "ok": sol.ok,
         }
 
     if chunk is None:

@@ -67,16 +67,6 @@ _DIFFRAX_SDE = (
 )
 
 
-def is_sde_request(solver, key, dW) -> bool:
-    """Whether `simulate` should dispatch to the SDE driver."""
-    return (
-        key is not None
-        or dW is not None
-        or isinstance(solver, AbstractSDESolver | ShARK)
-        or (isinstance(solver, dfx.AbstractSolver) and type(solver) in _DIFFRAX_SDE[2:])
-    )
-
-
 def simulate_sde(
     model,
     y0,
@@ -98,6 +88,7 @@ def simulate_sde(
     dZ,
     brownian,
     adjoint=None,
+    adaptive=False,
 ):
     """Validate the SDE request and run the fixed-step or diffrax driver (see module docstring)."""
     from ._simulate import _concrete
@@ -143,7 +134,7 @@ def simulate_sde(
     if noise_kind == "commutative" and m > 1:
         _check_commutative(model, t0, y0, args, sname)
 
-    adaptive = solver.adaptive if is_jaxsim_sde else (rtol is not None or atol is not None)
+    # `adaptive`: the solver's kind, decided by the router (`jaxsim._route`).
     if is_diffrax or adaptive:
         if dW is not None:
             raise ValueError(

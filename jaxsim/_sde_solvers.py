@@ -65,6 +65,7 @@ class AbstractSDESolver(AbstractSolver):
     """
 
     adaptive: ClassVar[bool] = False
+    stochastic: ClassVar[bool] = True
     calculus: ClassVar[str]
     noise: ClassVar[str]
     strong_order: ClassVar[float]
@@ -230,6 +231,7 @@ class ShARK(AbstractSolver):
     """
 
     adaptive: ClassVar[bool] = True
+    stochastic: ClassVar[bool] = True
     calculus: ClassVar[str] = "stratonovich"
     noise: ClassVar[str] = "additive"
     strong_order: ClassVar[float] = 1.5

@@ -218,7 +218,11 @@ def simulate(
     - `clocks`, `events`, `discontinuities`, `max_events`, `event_tol`, `dtmax`, `root_finder`:
       hybrid simulation (discrete models on clocks, zero-crossing events, scheduled
       discontinuities as segment boundaries, output frames as dense-output points); giving any of
-      the first three (or `dtmax`) runs `jaxsim._hybrid` and returns a `HybridSolution` (see that module).
+      the first three (or `dtmax`, adaptive solvers only) runs `jaxsim._hybrid` and returns a
+      `HybridSolution` (see that module). `discontinuities` takes signals, times [s], or the model
+      itself (its breakpoints become boundaries: a traced burn start then splits a fixed step).
+      Requests no driver supports are refused by name (`jaxsim._route`): e.g. an SDE with
+      clocks or events, `max_events` without events, `dtmax` with a fixed-step solver.
     - `adjoint`: how `diffrax.diffeqsolve` (adaptive and hybrid runs) is differentiated: `None`
       (diffrax's default `RecursiveCheckpointAdjoint`, reverse mode: `jax.grad`, `jax.jacrev`) or
       `diffrax.ForwardMode()` (forward mode: `jax.jvp`, `jax.jacfwd`, cheaper for a few
@@ -238,52 +242,23 @@ def simulate(
         atol=atol, args=args, key=key, clocks=clocks, events=events,
     )  # fmt: skip
     t0, t1, ts = _sample_times(t0, t1, ts, sample_dt)
-    from ._sde import is_sde_request, simulate_sde
+    from ._route import route
 
-    hybrid = {
-        "clocks": bool(clocks),
-        "events": bool(events),
-        "discontinuities": bool(discontinuities),
-        "dtmax": dtmax is not None,
-    }
-    if not events:
-        for name, value in (("max_events", max_events), ("root_finder", root_finder)):
-            if value is not None:
-                raise ValueError(
-                    f"simulate: `{name}` applies to runs with `events`; got {name}={value!r} "
-                    "without events. Give `events=` or drop it."
-                )
-    if is_sde_request(solver, key, dW):
-        given = [name for name, on in hybrid.items() if on]
-        if given:
-            raise ValueError(
-                f"simulate: the stochastic (SDE) drivers do not support {', '.join(given)} yet; "
-                f"got an SDE request (solver {type(solver).__name__}, key or dW given) with "
-                f"{', '.join(f'`{g}`' for g in given)}. Run the SDE without them, or the "
-                "deterministic model with them; nothing is dropped silently."
-            )
+    kind = route(
+        solver, dt=dt, key=key, dW=dW, clocks=clocks, events=events,
+        discontinuities=discontinuities, dtmax=dtmax, max_events=max_events,
+        root_finder=root_finder,
+    )  # fmt: skip
+    if kind.driver == "sde":
+        from ._sde import simulate_sde
+
         return simulate_sde(
             model, y0, t0, t1, ts, dt=dt, solver=solver, args=args, rtol=rtol, atol=atol,
             max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, key=key,
-            dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint,
+            dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint, adaptive=kind.adaptive,
         )  # fmt: skip
-    is_jaxsim = isinstance(solver, AbstractSolver)
-    adaptive = (
-        solver.adaptive
-        if is_jaxsim
-        else isinstance(solver, dfx.AbstractAdaptiveSolver) and dt is None
-    )
-    if isinstance(solver, dfx.AbstractSolver) and _is_sde_only(solver) and model.noise_dim == 0:
-        raise ValueError(
-            f"simulate: `solver` {type(solver).__name__} is an SDE solver but `model` "
-            f"{type(model).__name__} has no diffusion (noise_dim == 0); use an ODE solver."
-        )
-    if dtmax is not None and not adaptive:
-        raise ValueError(
-            f"simulate: `dtmax` [s] bounds the steps of adaptive solvers; {type(solver).__name__} "
-            f"is fixed-step (got dtmax={dtmax}): its step is `dt`."
-        )
-    if any(hybrid.values()):
+    is_jaxsim, adaptive = kind.native, kind.adaptive
+    if kind.driver == "hybrid":
         from ._hybrid import simulate_hybrid
 
         if adaptive and (rtol is None or atol is None):
@@ -357,21 +332,6 @@ def simulate(
         throw=bool(throw),
     )
     return _run_fixed(model, y0, args, solver, jnp.asarray(ts), config)
-
-
-def _is_sde_only(solver) -> bool:
-    sde_only = (
-        dfx.SRA1,
-        dfx.ShARK,
-        dfx.SEA,
-        dfx.SPaRK,
-        dfx.GeneralShARK,
-        dfx.SlowRK,
-        dfx.ItoMilstein,
-        dfx.StratonovichMilstein,
-        dfx.EulerHeun,
-    )
-    return isinstance(solver, sde_only)
 
 
 class _DiffraxFixed(AbstractFixedStepSolver):

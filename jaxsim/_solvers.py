@@ -31,9 +31,15 @@ from jax.flatten_util import ravel_pytree
 
 
 class AbstractSolver(eqx.Module):
-    """Base class of jaxsim solver choices."""
+    """Base class of jaxsim solver choices.
+
+    The kind of a solver is a property of its class: `adaptive` (needs `rtol`/`atol`, steps chosen
+    by an error controller) and `stochastic` (an SDE scheme); `simulate` reads them once
+    (`jaxsim._route`) to choose the driver.
+    """
 
     adaptive: ClassVar[bool]
+    stochastic: ClassVar[bool] = False
 
     @abc.abstractmethod
     def to_diffrax(self) -> dfx.AbstractSolver:

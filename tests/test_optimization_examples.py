@@ -169,7 +169,9 @@ def test_transfer_phase_model_matches_hybrid_driver():
     burn = js.PiecewiseTable([t_on, t_on + dur], [0.0, 1.0, 0.0])
     thr = fx.Thrusters(thr.r_TB_B, thr.tHat_B, thr.max_thrust, thr.Isp, burn, name=thr.name)
     sc = fx.Spacecraft(sc.hub, dynamic_effectors=(thr,), gravity=sc.gravity)
-    sol = js.simulate(sc, problem.y0, 1200.0, dt=10.0, ts=np.array([0.0, 1200.0]), dtmax=1200.0)
+    sol = js.simulate(
+        sc, problem.y0, 1200.0, dt=10.0, ts=np.array([0.0, 1200.0]), discontinuities=[sc]
+    )
     # Same steps and stage times up to the hybrid driver's 1e-12 relative step inflation
     # (7.7 km/s x 1e-12 x 1200 s ~ 1e-5 m): bounds two decades above.
     np.testing.assert_allclose(sol.ys["hub"]["r_BN_N"][-1], r_phase, rtol=0, atol=HYBRID_POS_TOL)

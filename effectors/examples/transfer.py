@@ -21,7 +21,7 @@ parameters move them. Three ways to integrate through them:
 
 - plain fixed-step driver, `PiecewiseConstant` throttle: the signal is read at the step midpoint
   (`held_time`), a step function of $t_{on}$ whose derivative is **zero** (wrong gradient);
-- hybrid driver (`simulate(..., dtmax=...)` with the thruster's traced `breakpoints()`): every
+- hybrid driver (`simulate(..., discontinuities=[model])`: the thruster's traced `breakpoints()`): every
   edge is a segment boundary and the derivative is that of the exact piecewise solution, but
   the number of RK4 steps per segment is a step function of the edges (jumps of the size of the
   truncation error) and the segment solves (diffrax) support reverse mode only and compile

@@ -9,6 +9,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from .._clocks import AbstractDiscreteModel, plan_ticks
+from .._dynamic_object import AbstractDynamicObject
 from .._events import Event
 from .._signals import AbstractSignal
 from .._validation import check_unique_names
@@ -37,10 +38,19 @@ class _Config:
 
 
 def collect_discontinuities(model, discontinuities, t0, t1) -> tuple:
-    """Discontinuity times (scalars, possibly traced): the model's breakpoints plus `discontinuities`."""
+    """Discontinuity times (scalars, possibly traced): the model's breakpoints plus `discontinuities`.
+
+    An entry may be a signal, a time or 1-D array of times [s], or the model itself (its
+    breakpoints are always boundaries; naming it asks for the segment loop, e.g. so that a traced
+    burn start splits a fixed step and is differentiable).
+    """
     items = list(model.breakpoints())
     for d in discontinuities:
-        if isinstance(d, AbstractSignal):
+        if d is model:
+            continue
+        if isinstance(d, AbstractDynamicObject):
+            items.extend(d.breakpoints())
+        elif isinstance(d, AbstractSignal):
             try:
                 items.extend(d.breakpoints(t0, t1))
             except TypeError:
@@ -49,8 +59,8 @@ def collect_discontinuities(model, discontinuities, t0, t1) -> tuple:
             arr = jnp.atleast_1d(jnp.asarray(d, dtype=float))
             if arr.ndim != 1:
                 raise ValueError(
-                    "simulate: `discontinuities` entries must be signals, scalars or 1-D arrays "
-                    f"of times [s]; got shape {arr.shape}."
+                    "simulate: `discontinuities` entries must be signals, the model, scalars or "
+                    f"1-D arrays of times [s]; got shape {arr.shape}."
                 )
             items.extend(arr[i] for i in range(arr.shape[0]))
     return tuple(jnp.asarray(x, dtype=float) for x in items)

@@ -104,7 +104,7 @@ def final_v_x(T_on):
         lambda s: s.dynamic_effectors[0].throttle.times, BASE, jnp.stack([T_on, T_OFF])
     )
     sol = js.simulate(
-        sc, Y0, T1, dt=0.5, solver=js.RK4(), ts=np.array([0.0, T1]), dtmax=T1,
+        sc, Y0, T1, dt=0.5, solver=js.RK4(), ts=np.array([0.0, T1]), discontinuities=[sc],
     )  # fmt: skip
     return sol.ys["hub"]["v_BN_N"][-1, 2], sol.ys["hub"]["r_BN_N"][-1, 2]
 
