@@ -96,14 +96,19 @@ def lean_steps(solver, adaptive, dt, events, disc, t0, boundaries, ts) -> int:
 
     The lean stepper runs a jaxsim fixed-step solver's own step (the plain driver's arithmetic,
     held inputs, step map) over segments that lie on the global grid `t0 + k dt`: no events (they
-    need dense output), no discontinuity times (they may be traced, off the grid), and every clock
-    tick and sample time on the grid. Its step count is the longest interval between ticks.
+    need dense output), every clock tick, sample time and discontinuity time concrete and on the
+    grid (a traced or off-grid switch time splits a step: `diffeqsolve`). Its step count is the
+    longest interval between ticks (discontinuities only split intervals).
     """
-    if adaptive or events or disc or not isinstance(solver, AbstractFixedStepSolver):
+    if adaptive or events or not isinstance(solver, AbstractFixedStepSolver):
         return 0
+    try:
+        switch = np.asarray([float(d) for d in disc], dtype=float)
+    except (TypeError, jax.errors.ConcretizationTypeError):
+        return 0  # traced discontinuity times
     dt = float(dt)
     edges = np.concatenate([[t0], np.asarray(boundaries, dtype=float)])
-    for times in (edges, np.asarray(ts, dtype=float)):
+    for times in (edges, np.asarray(ts, dtype=float), switch):
         k = (times - t0) / dt
         if np.any(np.abs(k - np.round(k)) > _GRID_RTOL * np.maximum(1.0, np.abs(k))):
             return 0
