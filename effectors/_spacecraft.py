@@ -76,7 +76,7 @@ def _all_effectors(sc) -> list:
 def _checked_override(cls, effector, state):
     """An `effector_states` entry checked against `effector.init_state()` (structure, leaf shapes;
     integer or float32 leaves cast to float64)."""
-    from jaxsim._checks import match_tree
+    from jaxsim.validation import match_tree
 
     expected = jax.eval_shape(effector.init_state)
     arg = f"effector_states[{effector.name!r}]"

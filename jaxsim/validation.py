@@ -6,6 +6,7 @@ the offending value; value checks run only on concrete arrays (tracers pass the 
 The implementation is `jaxsim._validation`.
 """
 
+from ._checks import match_tree as match_tree
 from ._validation import (
     as_array as as_array,
     check_inertia as check_inertia,
@@ -31,4 +32,5 @@ __all__ = [
     "check_unit_vectors",
     "fail",
     "is_concrete",
+    "match_tree",
 ]
