@@ -7,7 +7,15 @@ so it is differentiable (implicit function theorem). A boolean condition is mapp
 $+1$ (True) / $-1$ (False) and located by bisection to the root finder's tolerance.
 
 On firing, the optional `reset(t, y, z, args) -> (y, z)` may change the continuous state `y` and
-the discrete states `z` (`{model_name: z}`); a `terminal` event ends the run (bdsim's STOP).
+the discrete states `z` (`{model_name: z}`; checked at the call: it must return that pair); a
+`terminal` event ends the run (bdsim's STOP).
+
+**Edge- and level-triggered.** Events fire on crossings (edges). A *terminal* event with a
+direction is also level-triggered, like bdsim's STOP and Simulink's Stop block: if its condition
+already lies on the side it fires into at `t0`, or right after the resets of an event instant
+(rising: $c > 0$, or $c = 0$ heading up; falling: $c < 0$, or $c = 0$ heading down; a boolean
+condition: True for rising, False for falling), the run ends there and the event is logged at
+that time. Terminal events with direction "both" are edge-triggered only.
 
 Rules of the driver (see `jaxsim/_hybrid.py`):
 
@@ -18,12 +26,15 @@ Rules of the driver (see `jaxsim/_hybrid.py`):
   *earlier* than $t_e$ in the same step (diffrax reports the first condition in leaf order, not
   the earliest) triggers a re-solve of the segment up to $t_e$ without the reported condition, so
   the earliest crossing is always the one handled.
-- **No re-firing on the surface.** At a restart after an event, the fired conditions take as their
-  initial sign the sign of $\dot c$ just after the reset (where the trajectory is heading), not
-  the round-off sign of $c \approx 0$; restarting exactly on the surface therefore cannot re-fire,
-  for any direction, and needs no time "kick" (bdsim restarts at $t_c + 10^{-9}$).
+- **No re-firing on the surface.** At a restart after an event, a fired condition still on its
+  surface (within `event_tol` of it in time) takes as its initial sign the sign of $\dot c$ just
+  after the reset (where the trajectory is heading), not the round-off sign of $c \approx 0$;
+  restarting exactly on the surface therefore cannot re-fire, for any direction, and needs no
+  time "kick" (bdsim restarts at $t_c + 10^{-9}$). A reset that moves the state off the surface
+  (a sawtooth) keeps the sign of $c$, so the next crossing is seen even within one long step.
 - **Bounded count.** At most `max_events` firings are logged; one more is an error (never silent
-  truncation).
+  truncation): with `throw=False`, `Solution.result` is `RESULTS.too_many_events` and `t_final`
+  the time of the firing that overflowed.
 
 **Assumptions and limitations:** crossings are detected at step ends, so two crossings of one
 condition within one step (a grazing double crossing) are not seen: bound the step (`dtmax`) when
