@@ -28,6 +28,7 @@ import numpy as np
 from . import _results
 from ._compile import jit as jaxsim_jit
 from ._dynamic_object import AbstractDynamicObject
+from ._layout import StateLayout
 from ._results import RESULTS
 from ._solvers import (
     RK4,
@@ -428,16 +429,23 @@ def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
     # the recomputation with the forward pass, so `prevent_cse` is not needed.)
     step = jax.checkpoint(advance, prevent_cse=False) if checkpoint else advance
 
+    # The state is carried as one flat vector between steps (`jaxsim._layout`); the pytree is
+    # rebuilt (static slices) for the step itself.
+    layout = StateLayout.of(y0)
+    pack = (lambda y: y) if layout is None else layout.flatten
+    unpack = (lambda v: v) if layout is None else layout.unflatten
+
     def one_step(carry, xs):
         active, extra = xs
-        n, y, counts = carry
+        n, v, counts = carry
         t = t0 + n * dt
         with step_interval(t, t + dt):  # held inputs keep one value over the step's stages
-            y1 = step(n, t, y, extra)
+            y1 = step(n, t, unpack(v), extra)
         y1, c = model.step_map(t + dt, y1)
+        y1 = pack(y1)
         counts1 = jtu.tree_map(lambda a, b: a + b.astype(a.dtype), counts, c)
         if active is not None:
-            y1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), y1, y)
+            y1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), y1, v)
             counts1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), counts1, counts)
             n1 = n + active.astype(n.dtype)
         else:
@@ -476,16 +484,16 @@ def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
 
     if checkpoint and blocks is None:
         segment = jax.checkpoint(segment)
-    carry0 = (jnp.asarray(0, jnp.int64), y0, counts0)
+    carry0 = (jnp.asarray(0, jnp.int64), pack(y0), counts0)
     seg_arr = jnp.asarray(seg)
     if uniform and seg[0] == 0:
         # The first sample is t0 itself; the remaining intervals all have `length` steps.
-        first = (y0, counts0)
+        first = (pack(y0), counts0)
         _, (ys, counts) = jax.lax.scan(segment, carry0, seg_arr[1:])
         ys, counts = jtu.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, (ys, counts))
     else:
         _, (ys, counts) = jax.lax.scan(segment, carry0, seg_arr)
-    return ys, counts
+    return (ys if layout is None else jax.vmap(unpack)(ys)), counts
 
 
 def check_finite(ts, ys, throw: bool, what: str):
@@ -557,17 +565,18 @@ def _run_adaptive(
     endpoints_only=False,
 ):
     counts0 = _zeros_counts(model, y0)
-    wrapped = StepMappedSolver(for_adjoint(dsolver, adjoint), model.step_map, counts0)
+    drift, step_map, pack, unpack = flat_model(model, y0)
+    wrapped = StepMappedSolver(for_adjoint(dsolver, adjoint), step_map, counts0)
     controller = dfx.PIDController(
         rtol=rtol, atol=atol, jump_ts=None if not jump_ts else jnp.asarray(jump_ts)
     )
     sol = dfx.diffeqsolve(
-        dfx.ODETerm(model.drift),
+        dfx.ODETerm(drift),
         wrapped,
         t0,
         t1,
         dt0,
-        y0,
+        pack(y0),
         args,
         # Samples at t0 and t1 only (the default): the step-end states themselves. Saving through
         # `ts` would interpolate inside every step's bookkeeping; on a J2 point mass with Dopri8
@@ -581,7 +590,7 @@ def _run_adaptive(
         **({} if adjoint is None else {"adjoint": adjoint}),
     )
     # Dense output is in each step's starting coordinates: bring saved states to canonical form.
-    ys = jax.vmap(lambda t, y: model.step_map(t, y)[0])(ts, sol.ys)
+    ys = jax.vmap(lambda t, v: model.step_map(t, unpack(v))[0])(ts, sol.ys)
     stats = make_stats(
         sol.stats["num_accepted_steps"],
         sol.stats["num_steps"] * _stages(dsolver),
@@ -594,6 +603,24 @@ def _run_adaptive(
     return Solution(
         ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=result, t_final=t_final
     )
+
+
+def flat_model(model, y0):
+    """`(drift, step_map, pack, unpack)` of `model` on the flat state of `y0` (`jaxsim._layout`);
+    the model's own functions and identities when the state has no flat layout (mixed dtypes)."""
+    layout = StateLayout.of(y0)
+    if layout is None:
+        return model.drift, model.step_map, (lambda y: y), (lambda v: v)
+    pack, unpack = layout.flatten, layout.unflatten
+
+    def drift(t, v, args):
+        return pack(model.drift(t, unpack(v), args))
+
+    def step_map(t, v):
+        y, counts = model.step_map(t, unpack(v))
+        return pack(y), counts
+
+    return drift, step_map, pack, unpack
 
 
 def solve_outcome(sol, ts):

@@ -18,6 +18,7 @@ A diffrax solver instance may also be passed to `simulate` directly.
 """
 
 import abc
+import functools
 from typing import ClassVar
 
 import diffrax as dfx
@@ -160,7 +161,11 @@ def _chain_step_tree(f_remat, coef, t, y, h, args):
     return y1
 
 
+@functools.cache
 def _make_diffrax_erk(name, a, b, c, order):
+    # Cached: the class is built once per tableau, so equal solvers are equal (static) arguments of
+    # a jitted driver and repeated calls reuse the compiled program (a fresh class per call made
+    # every clocked fixed-step `simulate` compile again).
     if name == "Euler":
         return dfx.Euler()
     lower = tuple(np.asarray(row, dtype=float) for row in a[1:])

@@ -433,3 +433,20 @@ def test_user_jaxsim_jit_traces_python_floats_of_models(compilations):
             x, rk4_decay(k, 0.0, [1.0, -2.0], 10), rtol=0, atol=RK4_ORACLE_TOL
         )
     assert compilations.count("jit(final_x)") == 1, compilations
+
+
+class ClockedDecay(Decay):
+    """`Decay` under its own class name, so that its first clocked `simulate` compiles here."""
+
+
+@pytest.mark.parametrize("solver", [js.RK4(), js.Tsit5()], ids=["RK4", "Tsit5"])
+def test_repeated_clocked_runs_compile_once(compilations, solver):
+    # The diffrax form of a jaxsim fixed-step solver was a new class at every call: every clocked
+    # fixed-step `simulate` compiled again (2-5 s each).
+    model = ClockedDecay(1.0)
+    clock = js.DiscreteModel("noop", js.Clock(0.5), lambda t, y, z, a: (z, {}))
+    kw = {"dt": DT} if not solver.adaptive else {"rtol": 1e-8, "atol": 1e-8}
+    for _ in range(3):
+        js.simulate(model, model.init_state(), T1, solver=type(solver)(), clocks=[clock], **kw)
+    runs = compilations.count("jit(run_hybrid)") + compilations.count("jit(run_grid)")
+    assert runs == 1, compilations

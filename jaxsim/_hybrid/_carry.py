@@ -63,14 +63,13 @@ class Arming(eqx.Module):
 
 
 class Samples(eqx.Module):
-    """Values at the sample times `ts` (left limits at boundaries); `counts` on the lean path only."""
+    """Values at the sample times `ts` (left limits at boundaries)."""
 
     y: Any
     z: Any
     held: Any
-    counts: Any
 
-    def put(self, idx, window: int, y, z, held, counts):
+    def put(self, idx, window: int, y, z, held):
         """Write window rows `idx` (out of range: dropped); `z`, `held` are broadcast."""
 
         def one(b, v):
@@ -78,12 +77,7 @@ class Samples(eqx.Module):
             return b.at[idx].set(v, mode="drop")
 
         put = lambda buf, vals: jtu.tree_map(one, buf, vals)
-        return Samples(
-            put(self.y, y),
-            put(self.z, z),
-            put(self.held, held),
-            None if self.counts is None else put(self.counts, counts),
-        )
+        return Samples(put(self.y, y), put(self.z, z), put(self.held, held))
 
 
 class EventLogBuffer(eqx.Module):

@@ -52,7 +52,7 @@ def merge_args(user_args, held):
 class _Run:
     """What every segment of one run shares (built inside the trace; not a pytree)."""
 
-    def __init__(self, model, models, events, args, ts, fsolver, dsolver, root_finder, static, num):
+    def __init__(self, model, models, events, args, ts, dsolver, root_finder, static, num):
         self.model, self.models, self.events, self.args = model, models, events, args
         self.cfg, self.plan, self.adjoint, self.num = (
             static.config,
@@ -63,7 +63,6 @@ class _Run:
         self.ts, self.n_s, self.window = ts, ts.shape[0], self.cfg.window
         self.n_ev = len(events)
         self.t0 = jnp.asarray(self.cfg.t0)
-        self.fsolver = fsolver
 
         def drift(t, y, a):
             # One ulp inside the segment: sources with an edge at a boundary are seen at their
@@ -187,10 +186,7 @@ def _initial_carry(run, y0, z0, held0, B):
             val,
         )
 
-    counts_rows = None
-    if cfg.lean_steps:
-        counts_rows = jtu.tree_map(lambda u: jnp.zeros((n_s,) + u.shape, u.dtype), run.counts0)
-    samples = Samples(first_rows(y0), first_rows(z0), first_rows(held0), counts_rows)
+    samples = Samples(first_rows(y0), first_rows(z0), first_rows(held0))
     clock_log = {
         md.name: {
             "z": nan_rows(z0[md.name], run.plan.n_ticks[i]),
@@ -232,16 +228,13 @@ def _initial_carry(run, y0, z0, held0, B):
 
 
 @jaxsim_jit
-def run_hybrid(
-    model, models, events, y0, args, held0, disc, ts, dsolver, fsolver, root_finder, static, num
-):
-    run = _Run(model, models, events, args, ts, fsolver, dsolver, root_finder, static, num)
+def run_hybrid(model, models, events, y0, args, held0, disc, ts, dsolver, root_finder, static, num):
+    run = _Run(model, models, events, args, ts, dsolver, root_finder, static, num)
     run = run.with_state(y0)
     cfg, plan, n_ev, n_s, m = run.cfg, run.plan, run.n_ev, run.n_s, run.window
     B, ids, due_tab, num_tab = _boundaries(plan, len(models), disc, cfg)
     n_total = B.shape[0]
     z0 = {md.name: md.init_state() for md in models}
-    solve = segments.solve_lean if cfg.lean_steps else segments.solve_diffrax
 
     def body(c, _):
         done = c.status.done
@@ -250,7 +243,10 @@ def run_hybrid(
         t_b = jnp.where(done, t_a, jnp.minimum(B[kk], c.arming.cap))
         args_m = merge_args(args, c.held)
         seg = jax.lax.cond(
-            done, lambda _: segments.skip(run, c), lambda _: solve(run, t_a, t_b, c, args_m), None
+            done,
+            lambda _: segments.skip(run, c),
+            lambda _: segments.solve_diffrax(run, t_a, t_b, c, args_m),
+            None,
         )
         # A failed segment (max steps, non-finite state, event not located) ends the run: at the
         # last finite state for a non-finite one, else where the solver got to.
@@ -261,10 +257,7 @@ def run_hybrid(
         # Samples in (t_a, t_e]: left limits (pre-tick z and held, pre-reset y).
         valid = (seg.window < n_s) & (seg.window_t > t_a) & (seg.window_t <= t_e) & ~done
         idx = jnp.where(valid, seg.window, n_s)
-        counts_at = None
-        if cfg.lean_steps:
-            counts_at = jtu.tree_map(lambda a, b: a[None] + b, c.tally.counts, seg.counts_at)
-        samples = c.samples.put(idx, m, seg.ys, c.z, c.held, counts_at)
+        samples = c.samples.put(idx, m, seg.ys, c.z, c.held)
 
         reported = jnp.any(seg.mask & ~failed) & ~done
         if n_ev:
@@ -413,7 +406,7 @@ def _assemble(run, c, n_total):
         ts=ts,
         ys=by,
         outputs=derived,
-        counts=c.samples.counts,
+        counts=None,
         stats=stats,
         result=result,
         t_final=t_final,

@@ -1,5 +1,6 @@
 """Segment solvers of the hybrid driver: one solve from a segment start to its end (a boundary, a
-re-solve cap, or an event), through `diffrax.diffeqsolve` or the lean fixed-step stepper."""
+re-solve cap, or an event) through `diffrax.diffeqsolve`; and the test of whether a run can use the
+fixed-grid stepper instead (`on_grid`, `jaxsim._hybrid._grid`)."""
 
 from typing import Any
 
@@ -13,15 +14,14 @@ import numpy as np
 from .._results import RESULTS, promote
 from .._simulate import _GRID_RTOL, _all_finite
 from .._solvers import AbstractFixedStepSolver
-from .._step_context import step_interval
 
 
 class SegmentResult(eqx.Module):
     """What one segment solve gives the driver.
 
     `y`, `t`: state and time where it ended; `mask`: events reported by the solver there; `window`,
-    `window_t`: indices and times of the samples that may fall in the segment; `ys` (`counts_at`):
-    the states (cumulative step-map counts, lean path only) at those times; `dt_proposed`,
+    `window_t`: indices and times of the samples that may fall in the segment; `ys`: the states at
+    those times; `dt_proposed`,
     `controller_state`: the adaptive step-size state to carry on; `num_*`: work done; `counts`:
     step-map counts of the segment; `result`: successful or the cause of a failure.
     """
@@ -32,7 +32,6 @@ class SegmentResult(eqx.Module):
     window: jax.Array
     window_t: jax.Array
     ys: Any
-    counts_at: Any
     dt_proposed: Any
     controller_state: Any
     num_steps: jax.Array
@@ -91,29 +90,26 @@ def next_down(x):
     return x + (jnp.nextafter(xs, jnp.asarray(-jnp.inf, jnp.result_type(xs))) - xs)
 
 
-def lean_steps(solver, adaptive, dt, events, disc, t0, boundaries, ts) -> int:
-    """Steps per segment of the lean fixed-step stepper (0: segments go through `diffeqsolve`).
+def on_grid(solver, adaptive, dt, events, disc, t0, boundaries, ts) -> bool:
+    """Whether a segmented run can use the fixed-grid stepper (`jaxsim._hybrid._grid`).
 
-    The lean stepper runs a jaxsim fixed-step solver's own step (the plain driver's arithmetic,
-    held inputs, step map) over segments that lie on the global grid `t0 + k dt`: no events (they
-    need dense output), every clock tick, sample time and discontinuity time concrete and on the
-    grid (a traced or off-grid switch time splits a step: `diffeqsolve`). Its step count is the
-    longest interval between ticks (discontinuities only split intervals).
+    A jaxsim fixed-step solver, no events (they need dense output), and every clock tick, sample
+    time and discontinuity time concrete and on the global grid `t0 + k dt` (a traced or off-grid
+    switch time splits a step: `diffeqsolve` segments).
     """
     if adaptive or events or not isinstance(solver, AbstractFixedStepSolver):
-        return 0
+        return False
     try:
         switch = np.asarray([float(d) for d in disc], dtype=float)
     except (TypeError, jax.errors.ConcretizationTypeError):
-        return 0  # traced discontinuity times
+        return False  # traced discontinuity times
     dt = float(dt)
     edges = np.concatenate([[t0], np.asarray(boundaries, dtype=float)])
     for times in (edges, np.asarray(ts, dtype=float), switch):
         k = (times - t0) / dt
         if np.any(np.abs(k - np.round(k)) > _GRID_RTOL * np.maximum(1.0, np.abs(k))):
-            return 0
-    steps = np.diff(np.round((edges - t0) / dt))
-    return max(int(steps.max()) if steps.size else 1, 1)
+            return False
+    return True
 
 
 def split_step(t_a, t_b, dt):
@@ -150,7 +146,6 @@ def _zero():
 
 def skip(run, c):
     """No solve (the run is over): nothing moves, nothing is sampled."""
-    lean = run.cfg.lean_steps > 0
     return SegmentResult(
         y=c.y,
         t=c.t,
@@ -158,7 +153,6 @@ def skip(run, c):
         window=jnp.full((run.window,), run.n_s),
         window_t=jnp.full((run.window,), jnp.inf),
         ys=_rows(c.y, run.window),
-        counts_at=_rows(run.counts0, run.window) if lean else None,
         dt_proposed=c.dt_proposed,
         controller_state=c.controller_state,
         num_steps=_zero(),
@@ -176,7 +170,7 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
     save_t = jnp.clip(win_t, t_a, t_b)
     if not cfg.has_y:
         return SegmentResult(
-            c.y, t_b, jnp.zeros((n_ev,), bool), win_idx, win_t, _rows(c.y, run.window), None,
+            c.y, t_b, jnp.zeros((n_ev,), bool), win_idx, win_t, _rows(c.y, run.window),
             c.dt_proposed, c.controller_state, _zero(), _zero(), _zero(), run.counts0,
             RESULTS.successful,
         )  # fmt: skip
@@ -235,50 +229,6 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
     res = promote(dfx.RESULTS.where(ok, dfx.RESULTS.successful, sol.result), events=n_ev > 0)
     res = RESULTS.where(_all_finite(y_end), res, RESULTS.nonfinite_state)
     return SegmentResult(
-        y_end, t_end, mask, win_idx, win_t, sol.ys[0], None, dtp, cst, accepted,
+        y_end, t_end, mask, win_idx, win_t, sol.ys[0], dtp, cst, accepted,
         tried - accepted, rhs, seg_counts, res,
-    )  # fmt: skip
-
-
-def solve_lean(run, t_a, t_b, c, args_m):
-    """Fixed steps on the global grid t0 + k dt (t_a, t_b and the samples lie on it).
-
-    The plain fixed-step driver's step, held-input rule and step map, in a `lax.scan` of at most
-    `cfg.lean_steps` steps (the longest interval between ticks; shorter segments mask the rest):
-    a clocked run whose clocks change nothing equals the plain run bit for bit.
-    """
-    cfg, dt, t0, m = run.cfg, run.num["dt"], run.t0, run.window
-    win_idx, win_t = _window(run, t_a)
-    n_a = jnp.round((t_a - t0) / dt).astype(jnp.int64)
-    n_b = jnp.round((t_b - t0) / dt).astype(jnp.int64)
-    n_steps = jnp.clip(n_b - n_a, 0, cfg.lean_steps)
-    # Step (within the segment) after which each window sample is taken (-1: none).
-    win_n = jnp.where(win_t <= t_b, jnp.round((win_t - t0) / dt).astype(jnp.int64) - n_a, -1)
-    a = {"args": args_m, "lo": next_up(t_a), "hi": next_down(t_b)}
-    model = run.model
-
-    def one(carry, j):
-        yj, cnt, ys_w, cs_w = carry
-
-        def step(_):
-            t = t0 + (n_a + j) * dt
-            with step_interval(t, t + dt):
-                y1 = run.fsolver.step(run.drift, t, yj, dt, a)
-            y1, c1 = model.step_map(t + dt, y1)
-            return y1, jtu.tree_map(lambda u, v: u + v.astype(u.dtype), cnt, c1)
-
-        y1, cnt1 = jax.lax.cond(j < n_steps, step, lambda _: (yj, cnt), None)
-        hit = win_n == j + 1
-
-        def take(b, v):
-            return jnp.where(hit.reshape((-1,) + (1,) * v.ndim), v[None], b)
-
-        return (y1, cnt1, jtu.tree_map(take, ys_w, y1), jtu.tree_map(take, cs_w, cnt1)), None
-
-    init = (c.y, run.counts0, _rows(c.y, m), _rows(run.counts0, m))
-    (y_end, cnt, ys_w, cs_w), _ = jax.lax.scan(one, init, jnp.arange(cfg.lean_steps))
-    res = RESULTS.where(_all_finite(y_end), RESULTS.successful, RESULTS.nonfinite_state)
-    return SegmentResult(
-        y_end, t_b, jnp.zeros((run.n_ev,), bool), win_idx, win_t, ys_w, cs_w, c.dt_proposed,
-        c.controller_state, n_steps, _zero(), n_steps * run.fsolver.num_stages, cnt, res,
     )  # fmt: skip

@@ -14,8 +14,9 @@ from .._events import Event
 from .._signals import AbstractSignal
 from .._validation import check_unique_names
 from ._driver import HybridSolution, Static, merge_args, run_hybrid
+from ._grid import make_grid_plan, run_grid
 from ._roots import default_root_finder
-from ._segments import lean_steps
+from ._segments import on_grid
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +35,6 @@ class _Config:
     has_y: bool
     stages: int
     fsal: bool
-    lean_steps: int  # > 0: fixed-step segments run in the lean stepper, at most this many steps
 
 
 def collect_discontinuities(model, discontinuities, t0, t1) -> tuple:
@@ -199,7 +199,7 @@ def simulate_hybrid(
     n_iter = len(plan.times) + len(disc) + (2 * max_events + 1 if events else 0)
     stages, fsal = _solver_info(dsolver)
     has_y = len(jtu.tree_leaves(y0)) > 0
-    lean = lean_steps(solver, adaptive, dt, events, disc, t0, plan.times, ts_np)
+    grid = on_grid(solver, adaptive, dt, events, disc, t0, plan.times, ts_np)
     if events and not has_y:
         raise ValueError("simulate: `events` need continuous states; the model has none.")
 
@@ -223,8 +223,13 @@ def simulate_hybrid(
         has_y=has_y,
         stages=stages,
         fsal=fsal,
-        lean_steps=lean,
     )
+    if grid:
+        # Fixed steps, every tick and sample on the grid, no events: the fixed-grid stepper.
+        disc_t = [float(d) for d in disc]
+        gplan = make_grid_plan(plan, len(models), float(t0), float(t1), float(dt), ts_np, disc_t)
+        static = Static(plan, config, adjoint)
+        return run_grid(model, models, y0, args, held0, jnp.asarray(ts_np), solver, gplan, static)
     return run_hybrid(
         model,
         models,
@@ -235,7 +240,6 @@ def simulate_hybrid(
         disc_arr,
         jnp.asarray(ts_np),
         dsolver,
-        solver if lean else None,
         root_finder,
         Static(plan, config, adjoint),
         _numbers(dt, rtol, atol, dtmax, event_tol),
