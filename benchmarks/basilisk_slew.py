@@ -72,6 +72,39 @@ def gsHat_B(scenario=None) -> np.ndarray:
     return g / np.linalg.norm(g, axis=1, keepdims=True)
 
 
+def build_jaxsim(scenario=None, *, tick_at_t0=True):
+    """`(spacecraft, fsw, y0)`: the same scenario in jaxsim (hub, wheels, `fx.RWAttitudeFSW` on
+    its own clock), for `tests/test_flight_software.py` and `benchmarks/bench_slew.py`."""
+    import jax.numpy as jnp
+
+    import effectors as fx
+    import jaxsim as js
+
+    s = SCENARIO if scenario is None else scenario
+    g = gsHat_B(s)
+    hub = fx.Hub(s["mass"], s["I_B"], [0.0, 0.0, 0.0])
+    rw = fx.ReactionWheels(g, s["Js"], Omega=s["Omega0"], name="rw")
+    sc = fx.Spacecraft(hub, state_effectors=(rw,))
+    ctrl = fx.MRPFeedback(
+        s["K"],
+        s["P"],
+        s["I_B"],
+        Ki=s["Ki"],
+        integral_limit=s["integral_limit"],
+        known_torque_B=s["known_torque_B"],
+        gsHat_B=g,
+        Js=s["Js"],
+        control_law_type=s["control_law_type"],
+    )
+    fsw = fx.RWAttitudeFSW(
+        js.Clock(s["fsw_dt"]), ctrl, fx.RWMotorTorque(g), s["sigma_RN"], tick_at_t0=tick_at_t0
+    )
+    y0 = sc.init_state(
+        jnp.zeros(3), jnp.zeros(3), jnp.asarray(s["sigma_BN0"]), jnp.asarray(s["omega_BN_B0"])
+    )
+    return sc, fsw, y0
+
+
 def run(timing: dict | None = None, **overrides) -> dict:
     """Build and run the scenario (with `overrides` of `SCENARIO` entries).
 

@@ -53,36 +53,6 @@ FSW_DT = 0.1  # [s]
 CASES = (("dyn 0.1 s", 0.1), ("dyn 0.05 s", 0.05))  # (label, dynamics step [s])
 
 
-def build_jaxsim(scenario):
-    """`(spacecraft, fsw, y0)` of the slew scenario in jaxsim (as `tests/test_flight_software.py`)."""
-    import jax.numpy as jnp
-
-    import effectors as fx
-    import jaxsim as js
-
-    s = scenario
-    g = bsl.gsHat_B(s)
-    hub = fx.Hub(s["mass"], s["I_B"], [0.0, 0.0, 0.0])
-    rw = fx.ReactionWheels(g, s["Js"], Omega=s["Omega0"], name="rw")
-    sc = fx.Spacecraft(hub, state_effectors=(rw,))
-    ctrl = fx.MRPFeedback(
-        s["K"],
-        s["P"],
-        s["I_B"],
-        Ki=s["Ki"],
-        integral_limit=s["integral_limit"],
-        known_torque_B=s["known_torque_B"],
-        gsHat_B=g,
-        Js=s["Js"],
-        control_law_type=s["control_law_type"],
-    )
-    fsw = fx.RWAttitudeFSW(js.Clock(s["fsw_dt"]), ctrl, fx.RWMotorTorque(g), s["sigma_RN"])
-    y0 = sc.init_state(
-        jnp.zeros(3), jnp.zeros(3), jnp.asarray(s["sigma_BN0"]), jnp.asarray(s["omega_BN_B0"])
-    )
-    return sc, fsw, y0
-
-
 def _timed(fn):
     import jax
 
@@ -121,7 +91,7 @@ def run(quick: bool = False, repeats: int | None = None) -> dict:
         s = {**bsl.SCENARIO, "fsw_dt": FSW_DT, "dyn_dt": dyn_dt}
         t1 = float(s["duration"])
         n_steps, n_ticks = int(round(t1 / dyn_dt)), int(round(t1 / FSW_DT))
-        sc, fsw, y0 = build_jaxsim(s)
+        sc, fsw, y0 = bsl.build_jaxsim(s)
 
         def call(sc, fsw, y0, t1=t1, dyn_dt=dyn_dt, sample_dt=s["sample_dt"]):
             return js.simulate(

@@ -38,29 +38,7 @@ HORIZON = bsl.SCENARIO["duration"]  # [s] 100 s: 2000 RK4 steps, 1000 FSW ticks
 
 
 def _build(scenario, *, tick_at_t0=True):
-    s = scenario
-    g = bsl.gsHat_B(s)
-    hub = fx.Hub(s["mass"], s["I_B"], [0.0, 0.0, 0.0])
-    rw = fx.ReactionWheels(g, s["Js"], Omega=s["Omega0"], name="rw")
-    sc = fx.Spacecraft(hub, state_effectors=(rw,))
-    ctrl = fx.MRPFeedback(
-        s["K"],
-        s["P"],
-        s["I_B"],
-        Ki=s["Ki"],
-        integral_limit=s["integral_limit"],
-        known_torque_B=s["known_torque_B"],
-        gsHat_B=g,
-        Js=s["Js"],
-        control_law_type=s["control_law_type"],
-    )
-    fsw = fx.RWAttitudeFSW(
-        js.Clock(s["fsw_dt"]), ctrl, fx.RWMotorTorque(g), s["sigma_RN"], tick_at_t0=tick_at_t0
-    )
-    y0 = sc.init_state(
-        jnp.zeros(3), jnp.zeros(3), jnp.asarray(s["sigma_BN0"]), jnp.asarray(s["omega_BN_B0"])
-    )
-    return sc, fsw, y0
+    return bsl.build_jaxsim(scenario, tick_at_t0=tick_at_t0)
 
 
 def _run(scenario):
