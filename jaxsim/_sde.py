@@ -37,11 +37,9 @@ import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from ._compile import jit as jaxsim_jit
 from ._sde_solvers import AbstractSDESolver, ShARK, milstein_jvps
-from ._solvers import StepMappedSolver, for_adjoint
 
 
 # Same grid tolerance as the ODE driver (see `_simulate._GRID_RTOL`).
@@ -382,7 +380,7 @@ def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
     dt = config.dt
     length = int(np.max(config.seg)) if len(config.seg) else 0
 
-    def advance(n, t, y, pre):
+    def advance(n, t, y, pre, inputs):
         dW, dZ = noise.increments(n, t, dt) if pre is None else pre
         return solver.step(model.drift, model.diffusion, t, y, dt, dW, dZ, args)
 
@@ -426,40 +424,28 @@ def _run_sde_diffrax(
     throw,
     adjoint=None,
 ):
-    from ._simulate import Solution, _derived, _zeros_counts, make_stats, mark_after, solve_outcome
+    from ._simulate import (
+        DiffraxSegments,
+        Solution,
+        _derived,
+        make_stats,
+        mark_after,
+        solve_outcome,
+    )
 
-    y0_flat, unravel = ravel_pytree(y0)
-    m = model.noise_dim
-
-    def drift(t, yf, a):
-        return ravel_pytree(model.drift(t, unravel(yf), a))[0]
-
-    def diffusion(t, yf, a):
-        g = model.diffusion(t, unravel(yf), a)
-        return jnp.concatenate([jnp.reshape(gl, (-1, m)) for gl in jtu.tree_leaves(g)], axis=0)
-
-    def step_map(t, yf):
-        y, c = model.step_map(t, unravel(yf))
-        return ravel_pytree(y)[0], c
-
-    counts0 = _zeros_counts(model, y0)
-    wrapped = StepMappedSolver(for_adjoint(dsolver, adjoint), step_map, counts0)
-    terms = dfx.MultiTerm(dfx.ODETerm(drift), dfx.ControlTerm(diffusion, path))
-    sol = dfx.diffeqsolve(
-        terms,
-        wrapped,
+    core = DiffraxSegments(model, y0, dsolver, adjoint, diffusion=model.diffusion, path=path)
+    sol = core.solve(
         t0,
         t1,
         dt0,
-        y0_flat,
+        y0,
         args,
         saveat=dfx.SaveAt(ts=ts, solver_state=True),
         stepsize_controller=controller,
         max_steps=max_steps,
         throw=throw,
-        **({} if adjoint is None else {"adjoint": adjoint}),
     )
-    ys = jax.vmap(lambda t, yf: model.step_map(t, unravel(yf))[0])(ts, sol.ys)
+    ys = core.states(ts, sol.ys)
     n_drift, n_diffusion = _evaluations_per_step(dsolver)
     stats = make_stats(
         sol.stats["num_accepted_steps"],

@@ -404,8 +404,22 @@ def _checkpoint_blocks(length: int):
     return -(-length // size), size
 
 
-def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
-    """The fixed-step driver's loop, shared by the ODE and SDE paths.
+def scan_grid(
+    model,
+    y0,
+    seg,
+    dt,
+    t0,
+    checkpoint,
+    advance,
+    per_segment=None,
+    *,
+    aux0=None,
+    before_step=None,
+    sampled=None,
+):
+    """The fixed-grid stepper: the fixed-step driver's loop, shared by the ODE, SDE and clocked
+    (`jaxsim._hybrid._grid`) paths.
 
     Runs `seg[k]` steps of size `dt` between consecutive samples (nested `lax.scan`: outer over sample
     intervals, inner over steps; time from the integer step index), applying `model.step_map` after
@@ -416,7 +430,13 @@ def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
     the interval) steps, each recomputed once in the backward pass), so its memory grows as
     O(samples + sqrt(steps)) states plus one block's residuals, not with the number of steps.
 
-    **Returns:** `(ys, counts)` at the samples.
+    Discrete state besides `y` (the clocks' states, held outputs and logs) travels in `aux`:
+    `before_step(n, t, y, aux) -> (aux, inputs)` runs at the start of each step, outside the
+    rematerialized step, and `inputs` reach `advance(n, t, y, extra, inputs)`; `sampled(aux)` is
+    what of `aux` is recorded at the samples (left limits: before the next step's `before_step`).
+
+    **Returns:** `(ys, counts)` at the samples; with `aux0`, `(ys, counts, aux at the samples,
+    final aux)`.
     """
     seg = np.asarray(seg)
     length = int(seg.max()) if seg.size else 0
@@ -437,20 +457,23 @@ def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
 
     def one_step(carry, xs):
         active, extra = xs
-        n, v, counts = carry
+        n, v, counts, aux = carry
         t = t0 + n * dt
+        y = unpack(v)
+        aux1, inputs = (aux, None) if before_step is None else before_step(n, t, y, aux)
         with step_interval(t, t + dt):  # held inputs keep one value over the step's stages
-            y1 = step(n, t, unpack(v), extra)
+            y1 = step(n, t, y, extra, inputs)
         y1, c = model.step_map(t + dt, y1)
         y1 = pack(y1)
         counts1 = jtu.tree_map(lambda a, b: a + b.astype(a.dtype), counts, c)
         if active is not None:
             y1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), y1, v)
             counts1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), counts1, counts)
+            aux1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), aux1, aux)
             n1 = n + active.astype(n.dtype)
         else:
             n1 = n + 1
-        return (n1, y1, counts1), None
+        return (n1, y1, counts1, aux1), None
 
     blocks = _checkpoint_blocks(length) if checkpoint else None
 
@@ -480,20 +503,25 @@ def scan_grid(model, y0, seg, dt, t0, checkpoint, advance, per_segment=None):
             )
             block = jax.checkpoint(lambda c, xs: (steps(c, xs[0], xs[1], size), None))
             carry, _ = jax.lax.scan(block, carry, (active, extra), length=num)
-        return carry, (carry[1], carry[2])
+        return carry, (carry[1], carry[2], pick(carry[3]))
 
+    pick = (lambda aux: None) if sampled is None else sampled
     if checkpoint and blocks is None:
         segment = jax.checkpoint(segment)
-    carry0 = (jnp.asarray(0, jnp.int64), pack(y0), counts0)
+    carry0 = (jnp.asarray(0, jnp.int64), pack(y0), counts0, aux0)
     seg_arr = jnp.asarray(seg)
     if uniform and seg[0] == 0:
         # The first sample is t0 itself; the remaining intervals all have `length` steps.
-        first = (pack(y0), counts0)
-        _, (ys, counts) = jax.lax.scan(segment, carry0, seg_arr[1:])
-        ys, counts = jtu.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, (ys, counts))
+        first = (pack(y0), counts0, pick(aux0))
+        last, out = jax.lax.scan(segment, carry0, seg_arr[1:])
+        out = jtu.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, out)
     else:
-        _, (ys, counts) = jax.lax.scan(segment, carry0, seg_arr)
-    return (ys if layout is None else jax.vmap(unpack)(ys)), counts
+        last, out = jax.lax.scan(segment, carry0, seg_arr)
+    ys, counts, aux_at = out
+    ys = ys if layout is None else jax.vmap(unpack)(ys)
+    if aux0 is None:
+        return ys, counts
+    return ys, counts, aux_at, last[3]
 
 
 def check_finite(ts, ys, throw: bool, what: str):
@@ -534,7 +562,7 @@ def mark_after(ts, tree, t_final):
 
 @jaxsim_jit
 def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
-    advance = lambda n, t, y, extra: solver.step(model.drift, t, y, config.dt, args)
+    advance = lambda n, t, y, extra, inputs: solver.step(model.drift, t, y, config.dt, args)
     ys, counts = scan_grid(model, y0, config.seg, config.dt, config.t0, config.checkpoint, advance)
     ys, result, t_final = check_finite(ts, ys, config.throw, "fixed-step")
     n_steps = int(np.sum(config.seg))
@@ -564,19 +592,15 @@ def _run_adaptive(
     adjoint=None,
     endpoints_only=False,
 ):
-    counts0 = _zeros_counts(model, y0)
-    drift, step_map, pack, unpack = flat_model(model, y0)
-    wrapped = StepMappedSolver(for_adjoint(dsolver, adjoint), step_map, counts0)
+    core = DiffraxSegments(model, y0, dsolver, adjoint)
     controller = dfx.PIDController(
         rtol=rtol, atol=atol, jump_ts=None if not jump_ts else jnp.asarray(jump_ts)
     )
-    sol = dfx.diffeqsolve(
-        dfx.ODETerm(drift),
-        wrapped,
+    sol = core.solve(
         t0,
         t1,
         dt0,
-        pack(y0),
+        y0,
         args,
         # Samples at t0 and t1 only (the default): the step-end states themselves. Saving through
         # `ts` would interpolate inside every step's bookkeeping; on a J2 point mass with Dopri8
@@ -587,10 +611,8 @@ def _run_adaptive(
         stepsize_controller=controller,
         max_steps=max_steps,
         throw=throw,
-        **({} if adjoint is None else {"adjoint": adjoint}),
     )
-    # Dense output is in each step's starting coordinates: bring saved states to canonical form.
-    ys = jax.vmap(lambda t, v: model.step_map(t, unpack(v))[0])(ts, sol.ys)
+    ys = core.states(ts, sol.ys)
     stats = make_stats(
         sol.stats["num_accepted_steps"],
         sol.stats["num_steps"] * _stages(dsolver),
@@ -605,22 +627,58 @@ def _run_adaptive(
     )
 
 
-def flat_model(model, y0):
-    """`(drift, step_map, pack, unpack)` of `model` on the flat state of `y0` (`jaxsim._layout`);
-    the model's own functions and identities when the state has no flat layout (mixed dtypes)."""
-    layout = StateLayout.of(y0)
-    if layout is None:
-        return model.drift, model.step_map, (lambda y: y), (lambda v: v)
-    pack, unpack = layout.flatten, layout.unflatten
+class DiffraxSegments:
+    """The diffrax core: `diffeqsolve` on the model's flat state with its step map after every step.
 
-    def drift(t, v, args):
-        return pack(model.drift(t, unpack(v), args))
+    Built once per run (inside the trace) and used by every diffrax path: plain adaptive runs, SDEs
+    with diffrax solvers, and the segments of the hybrid driver. The terms see the pytree state
+    (`drift(t, y, args)`, `diffusion(t, y, args)`); the solver carries one flat vector between
+    steps and stages (`jaxsim._layout`); `StepMappedSolver` applies the model's `step_map` after
+    each accepted step and counts its switches (`solver_state[1]`: totals, `[2]`: last step's).
+    """
 
-    def step_map(t, v):
-        y, counts = model.step_map(t, unpack(v))
-        return pack(y), counts
+    def __init__(self, model, y0, dsolver, adjoint=None, *, drift=None, diffusion=None, path=None):
+        self.model, self.adjoint = model, adjoint
+        layout = StateLayout.of(y0)
+        if layout is None:
+            self.pack, self.unpack = (lambda y: y), (lambda v: v)
+        else:
+            self.pack, self.unpack = layout.flatten, layout.unflatten
+        self.counts0 = _zeros_counts(model, y0)
+        term = dfx.ODETerm(self.flat_drift(model.drift if drift is None else drift))
+        if diffusion is not None:
+            m = model.noise_dim
 
-    return drift, step_map, pack, unpack
+            def g(t, v, a):
+                gs = diffusion(t, self.unpack(v), a)
+                leaves = [jnp.reshape(x, (-1, m)) for x in jtu.tree_leaves(gs)]
+                return jnp.concatenate(leaves, axis=0)
+
+            term = dfx.MultiTerm(term, dfx.ControlTerm(g, path))
+        self.terms = term
+        if dsolver is not None:
+            inner = for_adjoint(dsolver, adjoint)
+            self.solver = StepMappedSolver(inner, self.step_map, self.counts0)
+
+    def flat_drift(self, drift):
+        pack, unpack = self.pack, self.unpack
+        return lambda t, v, a: pack(drift(t, unpack(v), a))
+
+    def step_map(self, t, v):
+        y, counts = self.model.step_map(t, self.unpack(v))
+        return self.pack(y), counts
+
+    def solve(self, t0, t1, dt0, y0, args, **kwargs):
+        """`diffeqsolve` from the pytree `y0`; `sol.ys` stay flat (see `states`)."""
+        adjoint = {} if self.adjoint is None else {"adjoint": self.adjoint}
+        return dfx.diffeqsolve(
+            self.terms, self.solver, t0, t1, dt0, self.pack(y0), args, **kwargs, **adjoint
+        )
+
+    def states(self, ts, vs):
+        """Saved flat states as pytrees in the step map's canonical form (dense output is in
+        each step's starting coordinates)."""
+        return jax.vmap(lambda t, v: self.model.step_map(t, self.unpack(v))[0])(ts, vs)
 
 
 def solve_outcome(sol, ts):

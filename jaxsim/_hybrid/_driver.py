@@ -12,8 +12,7 @@ import numpy as np
 from .._compile import jit as jaxsim_jit
 from .._events import EventLog
 from .._results import RESULTS
-from .._simulate import Solution, _zeros_counts, make_stats, mark_after
-from .._solvers import StepMappedSolver, for_adjoint
+from .._simulate import DiffraxSegments, Solution, make_stats, mark_after
 from . import _event_rules as rules, _segments as segments
 from ._carry import Arming, Carry, EventLogBuffer, Samples, Status, Tally, nan_rows, set_rows, where
 
@@ -49,6 +48,24 @@ def merge_args(user_args, held):
     return out
 
 
+def tick(models, args, t_k, y, z, held, due):
+    """Clock updates due at `t_k` (`due[i]` for model i): Jacobi models from the pre-tick values,
+    then sequential ones in declaration order, each seeing the outputs updated before it."""
+    args_pre = merge_args(args, held)
+    z_new, held_new = dict(z), dict(held)
+    for i, md in enumerate(models):
+        if not md.sequential:
+            zi, hi = md.update(t_k, y, z[md.name], args_pre)
+            z_new[md.name] = where(due[i], zi, z[md.name])
+            held_new[md.name] = where(due[i], hi, held[md.name])
+    for i, md in enumerate(models):
+        if md.sequential:
+            zi, hi = md.update(t_k, y, z_new[md.name], merge_args(args, held_new))
+            z_new[md.name] = where(due[i], zi, z_new[md.name])
+            held_new[md.name] = where(due[i], hi, held_new[md.name])
+    return z_new, held_new
+
+
 class _Run:
     """What every segment of one run shares (built inside the trace; not a pytree)."""
 
@@ -64,22 +81,7 @@ class _Run:
         self.n_ev = len(events)
         self.t0 = jnp.asarray(self.cfg.t0)
 
-        def drift(t, y, a):
-            # One ulp inside the segment: sources with an edge at a boundary are seen at their
-            # left limit before it and their right limit after it.
-            return model.drift(segments.inside(t, a["lo"], a["hi"]), y, a["args"])
-
-        self.drift = drift
-        self.term = dfx.ODETerm(drift)
-        self.counts0 = None
-        self.dsolver = dsolver
-        self.event = None
-        if self.n_ev:
-            self.event = dfx.Event(
-                [self._cond_fn(i, ev) for i, ev in enumerate(events)],
-                root_finder=root_finder,
-                direction=[ev.diffrax_direction for ev in events],
-            )
+        self.dsolver, self.root_finder = dsolver, root_finder
         self.controller = (
             segments.CarryPID(segments.pid(num, self.cfg))
             if self.cfg.adaptive
@@ -87,17 +89,34 @@ class _Run:
         )
 
     def with_state(self, y0):
-        self.counts0 = _zeros_counts(self.model, y0)
-        # The model's step map (MRP shadow-set switch, wheel friction modes) runs after every
-        # accepted step, as in the plain drivers.
-        inner = for_adjoint(self.dsolver, self.adjoint)
-        self.msolver = StepMappedSolver(inner, self.model.step_map, self.counts0)
+        """Terms, solver and events on the flat state of `y0` (`jaxsim._layout`): the segment
+        solves carry one vector between steps and stages; the pytree is rebuilt for the model."""
+        model = self.model
+
+        def drift(t, y, a):
+            # One ulp inside the segment: sources with an edge at a boundary are seen at their
+            # left limit before it and their right limit after it.
+            return model.drift(segments.inside(t, a["lo"], a["hi"]), y, a["args"])
+
+        # The diffrax core: flat state, the model's step map (MRP shadow-set switch, wheel
+        # friction modes) after every accepted step, as in the plain drivers.
+        self.core = DiffraxSegments(model, y0, self.dsolver, self.adjoint, drift=drift)
+        self.counts0, self.term = self.core.counts0, self.core.terms
+        self.pack, self.unpack = self.core.pack, self.core.unpack
+        unpack = self.unpack
+        self.event = None
+        if self.n_ev:
+            self.event = dfx.Event(
+                [self._cond_fn(i, ev, unpack) for i, ev in enumerate(self.events)],
+                root_finder=self.root_finder,
+                direction=[ev.diffrax_direction for ev in self.events],
+            )
         return self
 
     @staticmethod
-    def _cond_fn(i, ev):
+    def _cond_fn(i, ev, unpack):
         def cond_fn(t, y, args, **kwargs):
-            c, _ = rules.as_float_cond(ev.cond(t, y, args["args"]))
+            c, _ = rules.as_float_cond(ev.cond(t, unpack(y), args["args"]))
             c = jnp.where((t == args["t_start"]) & args["ov"][i], args["ovs"][i], c)
             # A condition disabled for a re-solve is constant (cannot cross), start included.
             return jnp.where(args["dis"][i], 1.0, c)
@@ -105,22 +124,7 @@ class _Run:
         return cond_fn
 
     def tick(self, t_k, y, z, held, due):
-        """Clock updates due at `t_k`: Jacobi models from pre-tick values, then sequential ones."""
-        args_pre = merge_args(self.args, held)
-        z_new, held_new = dict(z), dict(held)
-        for i, md in enumerate(self.models):
-            if md.sequential:
-                continue
-            zi, hi = md.update(t_k, y, z[md.name], args_pre)
-            z_new[md.name] = where(due[i], zi, z[md.name])
-            held_new[md.name] = where(due[i], hi, held[md.name])
-        for i, md in enumerate(self.models):
-            if not md.sequential:
-                continue
-            zi, hi = md.update(t_k, y, z_new[md.name], merge_args(self.args, held_new))
-            z_new[md.name] = where(due[i], zi, z_new[md.name])
-            held_new[md.name] = where(due[i], hi, held_new[md.name])
-        return z_new, held_new
+        return tick(self.models, self.args, t_k, y, z, held, due)
 
 
 def _boundaries(plan, nm, disc, cfg):
@@ -165,11 +169,12 @@ def _initial_step(run, y0, args0, B):
     }
     d = run.dsolver
     if not cfg.has_dt and cfg.has_y:
-        tn, pstate = pid.init(run.term, run.t0, cfg.t1, y0, None, a0, d.func, d.order(run.term))
+        v0 = run.pack(y0)
+        tn, pstate = pid.init(run.term, run.t0, cfg.t1, v0, None, a0, d.func, d.order(run.term))
         dtp0, rhs = jax.lax.stop_gradient(tn - run.t0), 2
     else:
         dtp0, rhs = num["dt"], 0
-        _, pstate = pid.init(run.term, run.t0, cfg.t1, y0, dtp0, a0, d.func, None)
+        _, pstate = pid.init(run.term, run.t0, cfg.t1, run.pack(y0), dtp0, a0, d.func, None)
     return dtp0, jtu.tree_map(jnp.asarray, (pstate, dtp0)), rhs
 
 

@@ -188,9 +188,7 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
         controller_state=cfg.adaptive,
         solver_state=True,
     )
-    sol = dfx.diffeqsolve(
-        run.term,
-        run.msolver,
+    sol = run.core.solve(
         t_a,
         t_b,
         c.dt_proposed if cfg.adaptive else split_step(t_a, t_b, run.num["dt"]),
@@ -202,12 +200,13 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
         max_steps=cfg.max_steps,
         throw=False,
         controller_state=c.controller_state if cfg.adaptive else None,
-        **({} if run.adjoint is None else {"adjoint": run.adjoint}),
     )
     t_end = sol.ts[1][0]
     # At an event the state is interpolated in the last step's starting coordinates: map it,
     # and count the map's switches up to the event instead of those of the whole last step.
-    y_end, end_counts = run.model.step_map(t_end, jtu.tree_map(lambda u: u[0], sol.ys[1]))
+    y_end, end_counts = run.model.step_map(
+        t_end, run.unpack(jtu.tree_map(lambda u: u[0], sol.ys[1]))
+    )
     _, seg_counts, last_counts = sol.solver_state
     at_event = sol.result == dfx.RESULTS.event_occurred
     seg_counts = jtu.tree_map(
@@ -229,6 +228,6 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
     res = promote(dfx.RESULTS.where(ok, dfx.RESULTS.successful, sol.result), events=n_ev > 0)
     res = RESULTS.where(_all_finite(y_end), res, RESULTS.nonfinite_state)
     return SegmentResult(
-        y_end, t_end, mask, win_idx, win_t, sol.ys[0], dtp, cst, accepted,
+        y_end, t_end, mask, win_idx, win_t, jax.vmap(run.unpack)(sol.ys[0]), dtp, cst, accepted,
         tried - accepted, rhs, seg_counts, res,
     )  # fmt: skip
