@@ -93,19 +93,22 @@ def run_grid(model, models, y0, args, held0, ts, solver, grid, static):
     def tick_and_log(n, t, y, aux):
         z, held, logs = aux
         due, row = grid.due[n], grid.row[n]
-
-        def do(_):
-            z1, h1 = tick(models, args, t, y, z, held, due)
-            new_logs = {}
-            for i, md in enumerate(models):
-                put = lambda b, v, r=row[i]: jax.lax.dynamic_update_index_in_dim(b, v, r, 0)
-                new_logs[md.name] = {
-                    "z": jtu.tree_map(put, logs[md.name]["z"], z1[md.name]),
-                    "held": jtu.tree_map(put, logs[md.name]["held"], h1[md.name]),
-                }
-            return z1, h1, new_logs
-
-        return jax.lax.cond(jnp.any(due), do, lambda _: aux, None)
+        # The updates run only when a model is due; the logs (large buffers) stay outside the
+        # conditional, written in place (the spare row when not due), so no tick copies them.
+        z1, h1 = jax.lax.cond(
+            jnp.any(due),
+            lambda _: tick(models, args, t, y, z, held, due),
+            lambda _: (z, held),
+            None,
+        )
+        new_logs = {}
+        for i, md in enumerate(models):
+            put = lambda b, v, r=row[i]: jax.lax.dynamic_update_index_in_dim(b, v, r, 0)
+            new_logs[md.name] = {
+                "z": jtu.tree_map(put, logs[md.name]["z"], z1[md.name]),
+                "held": jtu.tree_map(put, logs[md.name]["held"], h1[md.name]),
+            }
+        return z1, h1, new_logs
 
     def before_step(n, t, y, aux):
         aux = tick_and_log(n, t, y, aux)
