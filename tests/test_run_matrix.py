@@ -125,9 +125,20 @@ def staircase(t_k):
 
 @pytest.mark.parametrize("name", ODE_SOLVERS)
 def test_clocks(name):
-    cmd = js.DiscreteModel("fsw", js.Clock(1.0), lambda t, y, z, a: (z, {"u": staircase(t)}))
+    cmd = js.DiscreteModel(
+        "fsw", js.Clock(1.0), lambda t, y, z, a: (z + 1.0, {"u": staircase(t)}), z0=jnp.asarray(0.0)
+    )
     sol = run(name, sample_dt=0.5, clocks=[cmd])
     check_common(sol)
+    # Clock logs: post-tick discrete state and held output at each tick (here t = 1, ..., 10 s).
+    log = sol.clock_logs["fsw"]
+    ticks_run = np.asarray(log["t"])
+    np.testing.assert_allclose(ticks_run, np.arange(1.0, T1 + 0.5, 1.0), rtol=0, atol=0)
+    np.testing.assert_array_equal(log["z"], np.arange(1.0, ticks_run.size + 1))
+    np.testing.assert_allclose(log["held"]["u"], staircase(ticks_run), rtol=0, atol=0)
+    # Samples record left limits: the discrete state before the tick at the sample time.
+    zs, ts_s = np.asarray(sol.zs["fsw"]), np.asarray(sol.ts)
+    np.testing.assert_array_equal(zs, (np.ceil(ts_s - 1e-9) - 1).clip(0, None))  # ticks before t
     ts = np.asarray(sol.ts)
     ticks = np.arange(0.0, T1 + 0.5, 1.0)
     x = X0 + C * ts + sum(staircase(k) * np.clip(ts - k, 0.0, 1.0) for k in ticks)
