@@ -14,7 +14,19 @@ zero-crossing conditions as a `diffrax.Event`; it then either
 
 Non-terminal events are therefore just extra scan iterations: the scan length is
 `n_boundaries + 2 * max_events + 1` (each event may need one re-solve, see `_events.py`), and
-iterations after the end are skipped (`lax.cond`). Everything is vmap- and grad-safe.
+iterations after the end are skipped (`lax.cond`). Everything is vmap- and grad-safe. Each
+segment solve runs on the diffrax core (`jaxsim._simulate.DiffraxSegments`: the flat state, the
+model's step map after every accepted step, its switches counted up to an event).
+
+**Clocked runs on the step grid.** With a jaxsim fixed-step solver, no events, and every tick,
+sample and discontinuity time concrete and on the grid `t0 + k dt`, no segment needs a solver
+restart or dense output: the run is the fixed-grid stepper with the clock updates before the
+steps they precede (`_grid.py`), bit for bit the plain run when the clocks change nothing.
+
+**Modules.** `_setup` (checks, tick plan, the choice of path), `_driver` (the scan over
+segments and the result), `_segments` (one segment solve), `_event_rules` (crossings, resets,
+restart signs, level-triggered stops), `_roots` (root finders), `_carry` (the named loop state),
+`_grid` (clocked runs on the step grid).
 
 **Step size across boundaries.** Adaptive solvers carry the controller's *proposed* next step
 (not the last, clipped one) and the PID history from one segment into the next, so a boundary
@@ -43,7 +55,7 @@ discontinuity times is static (their values may be traced); fixed-step solvers c
 traced boundary onto their grid (they split the step there); diffrax's event traps handled here
 are listed in `_events.py`.
 
-**Reference:** DESIGN.md section 5; Hairer, Norsett & Wanner, *Solving ODEs I*, sec. II.4 and II.6.
+**Reference:** Hairer, Norsett & Wanner, *Solving ODEs I*, sec. II.4 and II.6.
 """
 
 from ._driver import HybridSolution as HybridSolution, merge_args as merge_args
