@@ -39,6 +39,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from ._compile import jit as jaxsim_jit
+from ._route import _DIFFRAX_SDE_ONLY
 from ._sde_solvers import AbstractSDESolver, ShARK, milstein_jvps
 
 
@@ -48,21 +49,9 @@ _GRID_RTOL = 1e-9
 _COMMUTE_RTOL = 1e-9
 # Longest sample interval [steps] whose key-mode increments are drawn in one block.
 _MAX_BLOCK = 512
-# diffrax solvers that are valid for SDEs (given MultiTerm(drift, diffusion)).
-_DIFFRAX_SDE = (
-    dfx.Euler,
-    dfx.Heun,
-    dfx.EulerHeun,
-    dfx.ItoMilstein,
-    dfx.StratonovichMilstein,
-    dfx.SRA1,
-    dfx.ShARK,
-    dfx.SEA,
-    dfx.SPaRK,
-    dfx.GeneralShARK,
-    dfx.SlowRK,
-    dfx.ReversibleHeun,
-)
+# diffrax solvers that are valid for SDEs (given MultiTerm(drift, diffusion)): the SDE-only
+# schemes the router knows, and those that also solve ODEs.
+_DIFFRAX_SDE = (dfx.Euler, dfx.Heun, dfx.ReversibleHeun, *_DIFFRAX_SDE_ONLY)
 
 
 def simulate_sde(

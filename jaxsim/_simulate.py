@@ -259,14 +259,14 @@ def simulate(
             dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint, adaptive=kind.adaptive,
         )  # fmt: skip
     is_jaxsim, adaptive = kind.native, kind.adaptive
+    if adaptive and (rtol is None or atol is None):
+        raise ValueError(
+            f"simulate: adaptive solver {type(solver).__name__} needs `rtol` and `atol`; "
+            f"got rtol={rtol}, atol={atol}."
+        )
     if kind.driver == "hybrid":
         from ._hybrid import simulate_hybrid
 
-        if adaptive and (rtol is None or atol is None):
-            raise ValueError(
-                f"simulate: adaptive solver {type(solver).__name__} needs `rtol` and `atol`; "
-                f"got rtol={rtol}, atol={atol}."
-            )
         return simulate_hybrid(
             model, y0, t0=t0, t1=t1, ts=ts, solver=solver,
             dsolver=solver.to_diffrax() if is_jaxsim else solver, adaptive=adaptive, dt=dt,
@@ -276,11 +276,6 @@ def simulate(
             throw=throw, adjoint=adjoint,
         )  # fmt: skip
     if adaptive:
-        if rtol is None or atol is None:
-            raise ValueError(
-                f"simulate: adaptive solver {type(solver).__name__} needs `rtol` and `atol`; "
-                f"got rtol={rtol}, atol={atol}."
-            )
         dsolver = solver.to_diffrax() if is_jaxsim else solver
         return _run_adaptive(
             model,

@@ -69,7 +69,7 @@ def tick(models, args, t_k, y, z, held, due):
 class _Run:
     """What every segment of one run shares (built inside the trace; not a pytree)."""
 
-    def __init__(self, model, models, events, args, ts, dsolver, root_finder, static, num):
+    def __init__(self, model, models, events, y0, args, ts, dsolver, root_finder, static, num):
         self.model, self.models, self.events, self.args = model, models, events, args
         self.cfg, self.plan, self.adjoint, self.num = (
             static.config,
@@ -81,18 +81,15 @@ class _Run:
         self.n_ev = len(events)
         self.t0 = jnp.asarray(self.cfg.t0)
 
-        self.dsolver, self.root_finder = dsolver, root_finder
+        self.dsolver = dsolver
         self.controller = (
             segments.CarryPID(segments.pid(num, self.cfg))
             if self.cfg.adaptive
             else dfx.ConstantStepSize()
         )
 
-    def with_state(self, y0):
-        """Terms, solver and events on the flat state of `y0` (`jaxsim._layout`): the segment
-        solves carry one vector between steps and stages; the pytree is rebuilt for the model."""
-        model = self.model
-
+        # Terms, solver and events on the flat state of `y0` (`jaxsim._layout`): the segment
+        # solves carry one vector between steps and stages; the pytree is rebuilt for the model.
         def drift(t, y, a):
             # One ulp inside the segment: sources with an edge at a boundary are seen at their
             # left limit before it and their right limit after it.
@@ -107,11 +104,10 @@ class _Run:
         self.event = None
         if self.n_ev:
             self.event = dfx.Event(
-                [self._cond_fn(i, ev, unpack) for i, ev in enumerate(self.events)],
-                root_finder=self.root_finder,
-                direction=[ev.diffrax_direction for ev in self.events],
+                [self._cond_fn(i, ev, unpack) for i, ev in enumerate(events)],
+                root_finder=root_finder,
+                direction=[ev.diffrax_direction for ev in events],
             )
-        return self
 
     @staticmethod
     def _cond_fn(i, ev, unpack):
@@ -234,8 +230,7 @@ def _initial_carry(run, y0, z0, held0, B):
 
 @jaxsim_jit
 def run_hybrid(model, models, events, y0, args, held0, disc, ts, dsolver, root_finder, static, num):
-    run = _Run(model, models, events, args, ts, dsolver, root_finder, static, num)
-    run = run.with_state(y0)
+    run = _Run(model, models, events, y0, args, ts, dsolver, root_finder, static, num)
     cfg, plan, n_ev, n_s, m = run.cfg, run.plan, run.n_ev, run.n_s, run.window
     B, ids, due_tab, num_tab = _boundaries(plan, len(models), disc, cfg)
     n_total = B.shape[0]

@@ -168,12 +168,10 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
     cfg, n_ev = run.cfg, run.n_ev
     win_idx, win_t = _window(run, t_a)
     save_t = jnp.clip(win_t, t_a, t_b)
-    if not cfg.has_y:
-        return SegmentResult(
-            c.y, t_b, jnp.zeros((n_ev,), bool), win_idx, win_t, _rows(c.y, run.window),
-            c.dt_proposed, c.controller_state, _zero(), _zero(), _zero(), run.counts0,
-            RESULTS.successful,
-        )  # fmt: skip
+    if not cfg.has_y:  # no continuous state: the segment only moves time to t_b
+        return eqx.tree_at(
+            lambda r: (r.t, r.window, r.window_t), skip(run, c), (t_b, win_idx, win_t)
+        )
     a = {
         "args": args_m,
         "lo": next_up(t_a),
