@@ -3,9 +3,11 @@
 Needs the `notebooks` extra (`nbclient`, `nbformat`, `ipykernel`); skips cleanly without it. Each
 notebook runs in a fresh `python3` kernel (the interpreter running pytest: jupyter_client maps the
 `python3` kernelspec to `sys.executable`) with the notebooks folder as its working directory.
+With `JAXSIM_EXECUTED_NOTEBOOKS=<folder>` set, the executed copies are saved there for the docs site.
 """
 
 import importlib.util
+import os
 import time
 from pathlib import Path
 
@@ -17,6 +19,9 @@ NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 # Limit per notebook [s] (also the per-cell timeout): each notebook is sized to run in < 60 s on a
 # 2-core CPU; the margin covers kernel start-up and compilation on a loaded CI machine.
 NOTEBOOK_TIMEOUT_S = 300
+# When set, each executed notebook (with its outputs) is written to this folder, where the docs
+# build (`mkdocs build`, docs/hooks.py) renders it from.
+EXECUTED_ENV = "JAXSIM_EXECUTED_NOTEBOOKS"
 MISSING = [m for m in ("nbclient", "nbformat", "ipykernel") if importlib.util.find_spec(m) is None]
 
 pytestmark = [
@@ -56,6 +61,10 @@ def test_notebook_executes(path):
         pytest.fail(f"{path.name}: a cell failed:\n{err}", pytrace=False)
     elapsed = time.perf_counter() - start
     print(f"{path.name}: executed in {elapsed:.1f} s")
+    executed_dir = os.environ.get(EXECUTED_ENV)
+    if executed_dir:  # the executed copy, with its outputs, for the docs site (docs/hooks.py)
+        Path(executed_dir).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, Path(executed_dir) / path.name)
     errors = [
         out
         for cell in nb.cells

@@ -1,0 +1,58 @@
+"""The documentation: the guides' code runs as written, and the docs build picks the executed
+notebooks when they exist (`docs/hooks.py`). `mkdocs build --strict` itself runs in CI (.ci/run)."""
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+
+ROOT = Path(__file__).resolve().parents[1]
+# Guides whose ```python blocks are complete programs (each block on its own, with its checks).
+GUIDES = ["getting_started.md", "writing_an_effector.md"]
+_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_guide_code_runs(guide):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("xarray")
+    import matplotlib.pyplot as plt
+
+    blocks = _BLOCK.findall((ROOT / "docs" / guide).read_text(encoding="utf-8"))
+    assert blocks, f"docs/{guide} has no python block"
+    try:
+        for i, code in enumerate(blocks):
+            exec(compile(code, f"docs/{guide} python block {i}", "exec"), {"__name__": "__doc__"})
+    finally:
+        plt.close("all")
+
+
+def test_guides_in_site_nav():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    assert pages and all(page in nav for page in pages), pages
+
+
+def _hooks():
+    pytest.importorskip("mkdocs")
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_docs_notebooks_prefer_executed_copies(tmp_path, monkeypatch):
+    hooks = _hooks()
+    committed = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    executed = tmp_path / committed[0].name
+    executed.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4}), encoding="utf-8")
+    monkeypatch.setenv(hooks.ENV, str(tmp_path))
+    sources = hooks.notebook_sources()
+    assert list(sources) == [p.name for p in committed]
+    assert sources[committed[0].name] == executed
+    assert all(sources[p.name] == p for p in committed[1:])  # no executed copy: the committed one
+    monkeypatch.delenv(hooks.ENV)
+    assert hooks.notebook_sources() == {p.name: p for p in committed}
