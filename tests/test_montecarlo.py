@@ -361,14 +361,24 @@ def test_campaign_resume_does_not_recompute(tmp_path):
         run(tmp_path / "c", progress=interrupt)
     jax.effects_barrier()
     assert sum(evaluated) == 6, "chunk 0 was recomputed"
-    chunks = sorted((tmp_path / "c").glob("chunk_*.npz"))
-    assert [c.name for c in chunks] == ["chunk_000000.npz", "chunk_000001.npz"]
-    before = {c.name: _stat(c) for c in chunks}
+    records = sorted((tmp_path / "c" / "chunks").glob("chunk_*.json"))
+    assert [c.name for c in records] == ["chunk_000000.json", "chunk_000001.json"]
+    # The committed chunks' records and data files are not rewritten by the resume.
+    store = tmp_path / "c" / "campaign.zarr"
+    data = [
+        f
+        for f in sorted(store.rglob("*"))
+        if f.is_file() and f.relative_to(store).parts[1:3] in (("c", "0"), ("c", "1"))
+    ]
+    # (Zarr skips chunks equal to the fill value, e.g. `num_events`, all 0.)
+    arrays = {f.relative_to(store).parts[0] for f in data}
+    assert {"members", "params.a", "outputs.outputs.x", "outputs.ys"} <= arrays
+    before = {c: _stat(c) for c in records + data}
     evaluated.clear()
     resumed = run(tmp_path / "c")
     jax.effects_barrier()
     assert sum(evaluated) == 2 * size, "only chunks 2 and 3 are computed on resume"
-    assert {c.name: _stat(tmp_path / "c" / c.name) for c in chunks} == before
+    assert {c: _stat(c) for c in records + data} == before
     assert not list((tmp_path / "c").glob(".*tmp*")), "temporary files left behind"
     assert resumed.complete and resumed.ok.all()
     # Equal to an uninterrupted campaign and to an in-memory batch, exactly.

@@ -29,8 +29,18 @@ Modules: `distributions` (the distribution types), `dispersions` (`Dispersions`)
 `summary` (`Summary`, `summarize`); every public name is re-exported here.
 """
 
-from .batch import BatchResult as BatchResult, member_range as member_range, run_batch as run_batch
-from .campaign import load_campaign as load_campaign, run_campaign as run_campaign
+from .batch import (
+    RAISED as RAISED,
+    BatchResult as BatchResult,
+    member_range as member_range,
+    run_batch as run_batch,
+)
+from .campaign import (
+    CampaignWarning as CampaignWarning,
+    load_campaign as load_campaign,
+    open_campaign as open_campaign,
+    run_campaign as run_campaign,
+)
 from .dispersions import Dispersions as Dispersions
 from .distributions import (
     AbstractDistribution as AbstractDistribution,
@@ -49,15 +59,18 @@ __all__ = [
     "AbstractDistribution",
     "AttitudeMRP",
     "BatchResult",
+    "CampaignWarning",
     "Dispersions",
     "Normal",
     "PrincipalInertia",
+    "RAISED",
     "Relative",
     "Summary",
     "Uniform",
     "UnitVector",
     "load_campaign",
     "member_range",
+    "open_campaign",
     "percent",
     "run_batch",
     "run_campaign",

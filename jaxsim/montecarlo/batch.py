@@ -9,6 +9,7 @@ parameters), the sharding and compile-cache helpers, progress reporting and `mem
 import dataclasses
 import hashlib
 import math
+import re
 import sys
 import time
 import weakref
@@ -36,6 +37,13 @@ __all__ = ["BatchResult", "member_range", "run_batch"]
 
 _SEP = "/"  # separator of the flattened output paths ("outputs/omega_BN_B")
 _RESULT_ITEM = type(dfx.RESULTS.successful)
+# `BatchResult.result` of a member whose program raised at run time (e.g. `throw=True`): not a
+# `jaxsim.RESULTS` code (those are >= 0); the cause is in `BatchResult.errors`.
+RAISED = -1
+# What a member raising at run time surfaces as (`eqx.error_if` under `jax.jit`, a failed
+# callback): errors at trace time (a bug in `fn`) are not caught.
+_RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, eqx.EquinoxRuntimeError)
+_CAUSE_CHARS = 500  # longest cause kept per raised member (the first line of the error)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -120,6 +128,8 @@ def _result_code(items) -> jax.Array:
 
 def _message(code: int) -> str:
     # jaxsim.RESULTS extends diffrax's codes (same numbers for diffrax's causes).
+    if code == RAISED:
+        return "raised at run time"
     table = RESULTS._index_to_message
     if 0 <= code < len(table):
         return table[code]
@@ -144,6 +154,9 @@ class BatchResult(eqx.Module):
     - `outputs`: the member function's outputs as nested dicts of arrays (a `Solution` becomes
       `{"ts", "ys", "outputs", "counts", "stats"}`, like `jaxsim.results.to_numpy`).
     - `n_total`: members in the whole batch or campaign; `complete`: all of them are present.
+    - `errors`: `((member, cause), ...)` of the members whose program raised at run time (e.g.
+      `simulate(..., throw=True)` failing): their `result` is `RAISED` (-1), their outputs NaN
+      (integers 0, booleans False) and `ok` False; the other members of their chunk are kept.
 
     Arrays are numpy arrays, except with `run_batch(..., to_host=False)` (device arrays).
     """
@@ -155,6 +168,7 @@ class BatchResult(eqx.Module):
     outputs: Any
     n_total: int = eqx.field(static=True)
     complete: bool = eqx.field(static=True)
+    errors: tuple = eqx.field(static=True, default=())
 
     @property
     def n_ok(self) -> int:
@@ -170,10 +184,14 @@ class BatchResult(eqx.Module):
         are non-finite)."""
         ok, result = np.asarray(self.ok), np.asarray(self.result)
         flat = _flatten(self.outputs)
+        raised = dict(self.errors)
+        members = np.asarray(self.members)
         msgs = []
         for j in range(ok.shape[0]):
             if ok[j]:
                 msgs.append("")
+            elif result[j] == RAISED:
+                msgs.append(f"raised: {raised.get(int(members[j]), 'at run time')}")
             elif result[j] != 0:
                 msgs.append(_message(int(result[j])))
             else:
@@ -191,6 +209,23 @@ class BatchResult(eqx.Module):
         ok = np.asarray(self.ok)
         msgs = self.messages
         return [(int(m), msgs[j]) for j, m in enumerate(np.asarray(self.members)) if not ok[j]]
+
+    def failure_table(self) -> list[tuple[int, str, float | None]]:
+        """`[(member index, cause, t_final)]` of the failed members: `t_final` is the time the
+        member's run ended [s] (the output `t_final` of a `Solution`, e.g. where the solver gave
+        up), `None` where unknown (no such output, or the member raised)."""
+        flat = _flatten(self.outputs)
+        t_final = np.asarray(flat["t_final"]) if "t_final" in flat else None
+        ok, msgs = np.asarray(self.ok), self.messages
+        rows = []
+        for j, m in enumerate(np.asarray(self.members)):
+            if ok[j]:
+                continue
+            t = None
+            if t_final is not None and t_final.ndim == 1 and np.isfinite(t_final[j]):
+                t = float(t_final[j])
+            rows.append((int(m), msgs[j], t))
+        return rows
 
     def summary(self, percentiles=(5.0, 50.0, 95.0)) -> "dict[str, Summary]":
         """`summarize(self, percentiles)`."""
@@ -357,17 +392,85 @@ class _Program:
         self.call = cache[sharding]
         self.sample = _sampler(sharding) if source.disp is not None else None
 
-    def run(self, members: np.ndarray):
+    def inputs(self, members: np.ndarray):
+        """The parameters of the (padded) members, as the chunk program takes them."""
         if self.sample is not None:
             idx = jnp.asarray(members)
             if self.sharding is not None:
                 idx = jax.device_put(idx, self.sharding)
-            x = self.sample(self.source.disp, self.source.key, idx)
+            return self.sample(self.source.disp, self.source.key, idx)
+        x = self.source.chunk_input(members)
+        if self.sharding is not None:
+            x = jax.device_put(x, self.sharding)
+        return x
+
+    def run(self, members: np.ndarray):
+        return self.call(self.inputs(members))
+
+    def shapes(self, members: np.ndarray):
+        """`jax.eval_shape` of `run(members)`: `(params, outputs, result, finite)` shapes."""
+        return jax.eval_shape(self.call, self.inputs(members))
+
+
+def _pad(chunk: np.ndarray, size: int) -> np.ndarray:
+    """`chunk` padded to `size` members with copies of its last member."""
+    return np.concatenate([chunk, np.full(size - chunk.size, chunk[-1], dtype=chunk.dtype)])
+
+
+def _cause(err: Exception) -> str:
+    """A one-line cause of a run-time error: Equinox's message (`eqx.error_if`, e.g. a solve with
+    `throw=True`) when there is one, else the error's first line."""
+    text = str(err)
+    found = re.search(r"EquinoxRuntimeError: (.+)", text)
+    if found:
+        line = found.group(1).strip()
+    else:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        line = lines[0] if lines else type(err).__name__
+    return line[:_CAUSE_CHARS]
+
+
+def _fill(shapes, valid: int):
+    """Arrays of `valid` members with the shapes/dtypes of `shapes` (minus their leading axis):
+    NaN for floats, 0 for integers, False for booleans."""
+
+    def full(s):
+        if jnp.issubdtype(s.dtype, jnp.inexact):
+            value = np.nan
+        elif s.dtype == bool:
+            value = False
         else:
-            x = self.source.chunk_input(members)
-            if self.sharding is not None:
-                x = jax.device_put(x, self.sharding)
-        return self.call(x)
+            value = 0
+        return np.full((valid, *s.shape[1:]), value, dtype=s.dtype)
+
+    return jtu.tree_map(full, shapes)
+
+
+def _run_members(program: "_Program", members: np.ndarray, size: int):
+    """Host results of `members` (at most `size`) through the chunk program, and
+    `{member: cause}` of those that raised at run time.
+
+    When the chunk raises (one member failing with `throw=True` aborts the whole compiled
+    call), it is split in halves, each run again through the same compiled program (padded), down
+    to the single members that raise; members of a chunk compute independently of each other
+    (`vmap` lanes), so the others' results are bitwise those of an error-free chunk. A raising
+    member gets `RAISED`, NaN outputs and `ok = False`; its parameters are kept.
+    """
+    padded = _pad(members, size)
+    try:
+        return _host_chunk(program.run(padded), members.size), {}
+    except _RUNTIME_ERRORS as err:
+        if members.size == 1:
+            cause = _cause(err)
+        else:
+            half = members.size // 2
+            first, errors_a = _run_members(program, members[:half], size)
+            second, errors_b = _run_members(program, members[half:], size)
+            return _concat([first, second], True), {**errors_a, **errors_b}
+    _, outputs, code, finite = _fill(program.shapes(padded), 1)
+    params = _host_chunk(_normalize(program.inputs(padded), []), 1)
+    code[:] = RAISED
+    return (params, outputs, code, finite), {int(members[0]): cause}
 
 
 def _round_up(a: int, b: int) -> int:
@@ -488,7 +591,9 @@ def run_batch(
 
     All chunks run the same compiled program (the last one is padded with copies of its last
     member, whose results are dropped). Failed members are reported, not raised: see
-    `BatchResult.ok` and `BatchResult.messages`.
+    `BatchResult.ok` and `BatchResult.messages`. A member that raises at run time (e.g.
+    `simulate(..., throw=True)`) does not abort its chunk: the chunk is re-run in halves through
+    the same program to isolate it, and it is reported in `BatchResult.errors`.
 
     **Arguments:**
 
@@ -534,19 +639,21 @@ def run_batch(
     size = min(size, _round_up(todo.size, n_dev))
     program = _Program(fn, source, sharding)
     reporter = _Progress(progress, int(todo.size), where)
-    parts, failed = [], 0
+    parts, failed, errors = [], 0, {}
     try:
         for start in range(0, todo.size, size):
             chunk = todo[start : start + size]
             valid = chunk.size
-            padded = np.concatenate([chunk, np.full(size - valid, chunk[-1], dtype=chunk.dtype)])
-            raw = program.run(padded)
             if to_host:
-                part = _host_chunk(raw, valid)
-            elif valid < size:
-                part = jtu.tree_map(lambda x: x[:valid], raw)
+                part, raised = _run_members(program, chunk, size)
             else:
-                part = raw
+                try:
+                    raw = jax.block_until_ready(program.run(_pad(chunk, size)))
+                    part = raw if valid == size else jtu.tree_map(lambda x: x[:valid], raw)
+                    raised = {}
+                except _RUNTIME_ERRORS:  # isolate the raising members (on the host)
+                    part, raised = _run_members(program, chunk, size)
+            errors.update(raised)
             _, _, code, finite = part
             failed += valid - int(np.sum((np.asarray(code) == 0) & np.asarray(finite)))
             parts.append(part)
@@ -563,4 +670,5 @@ def run_batch(
         outputs=outputs,
         n_total=source.n,
         complete=todo.size == source.n,
+        errors=tuple(sorted(errors.items())),
     )

@@ -1,48 +1,110 @@
-"""Campaigns on disk: `run_campaign` writes every finished chunk of members to a directory
-(atomically) and resumes an interrupted campaign without recomputing finished chunks;
-`load_campaign` reads a campaign back into one `BatchResult`.
+"""Campaigns on disk: `run_campaign` writes every finished chunk of members to a Zarr store
+(labelled dimensions `member`, `time`, `component`; xarray opens it lazily with `open_campaign`)
+and resumes an interrupted campaign without recomputing verified chunks; `load_campaign` reads a
+campaign back into one `BatchResult` (also the `.npz` campaigns of format 1).
+
+Layout of a campaign folder (format `jaxsim.montecarlo/2`):
+
+- `manifest.json`: `n`, `chunk_size`, a sha256 of the key and dispersions (or parameters), the
+  *fingerprint* of what a member computes (sha256 of the member function's traced program, its
+  constants, and the names, shapes and dtypes of the parameters and outputs), `config`.
+- `program.jaxpr.gz`: the traced program's text, to show what changed when a resume is refused.
+- `campaign.zarr/`: one array per parameter/output (`members`, `ok`, `result`, `params.<name>`,
+  `outputs.<name>`), leading axis `member` chunked by `chunk_size`: campaign chunk `k` is Zarr
+  chunk `k` of every array.
+- `chunks/chunk_<k>.json`: the commit record of chunk `k`, written after its data: the campaign's
+  identity, a sha256 per array of its members, and the members that raised at run time. A chunk
+  without a record (or whose record or data fail verification) is computed again.
 """
 
+import difflib
+import gzip
+import hashlib
 import json
 import math
 import os
+import re
 import socket
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import jax.random as jr
 import numpy as np
 
 from .batch import (
+    _SEP,
     BatchResult,
     _check_chunk_size,
+    _finite,
     _flatten,
-    _host_chunk,
+    _normalize,
     _Program,
     _Progress,
+    _result_code,
+    _run_members,
     _setup,
     _unflatten,
 )
+from .distributions import AbstractDistribution
 
 
-__all__ = ["load_campaign", "run_campaign"]
+__all__ = ["CampaignWarning", "load_campaign", "open_campaign", "run_campaign"]
 
-_FORMAT = "jaxsim.montecarlo/1"
+_FORMAT_V1 = "jaxsim.montecarlo/1"  # chunk_<k>.npz files (read by `load_campaign`)
+_FORMAT = "jaxsim.montecarlo/2"
 _MANIFEST = "manifest.json"
+_PROGRAM = "program.jaxpr.gz"
+_STORE = "campaign.zarr"
+_RECORDS = "chunks"
+_EXTRA = "campaign"  # the optional dependencies: pip install "jaxsim[campaign]"
+# Constants of the traced program up to this many elements are written out in the manifest, so
+# that a refused resume shows their old and new values (larger ones by their sha256 only).
+_CONST_SHOWN = 16
+_DIFF_LINES = 8  # changed lines of the traced program quoted in a refusal
+# Memory addresses printed in a traced program (callbacks, functions) change from run to run.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_TMP = re.compile(r"\.(?P<name>.+)\.tmp-(?P<host>.+)-(?P<pid>\d+)")
 
 
-def _chunk_path(directory: Path, k: int) -> Path:
+class CampaignWarning(UserWarning):
+    """A campaign folder needed repair: a damaged chunk (named) is computed again."""
+
+
+def _require_zarr(where: str):
+    try:
+        import zarr
+    except ImportError:
+        raise ImportError(
+            f"{where}: campaigns are stored with Zarr, which is not installed; install the "
+            f'optional extra `pip install "jaxsim[{_EXTRA}]"` (xarray, zarr).'
+        ) from None
+    return zarr
+
+
+# ----------------------------------------------------------------------------------------------
+# Files
+# ----------------------------------------------------------------------------------------------
+
+
+def _chunk_path(directory: Path, k: int) -> Path:  # format 1
     return directory / f"chunk_{k:06d}.npz"
 
 
-def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
+def _record_path(directory: Path, k: int) -> Path:
+    return directory / _RECORDS / f"chunk_{k:06d}.json"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
     # Unique per process and host (several hosts may share the campaign directory).
     tmp = path.with_name(f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
-            write(f)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -51,20 +113,315 @@ def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
             tmp.unlink()
 
 
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():  # nothing of this process is being written yet
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _clean_tmp(directory: Path) -> list[Path]:
+    """Remove the temporary files left by killed writers of this host (a process of another host
+    may still be writing its own)."""
+    host, removed = socket.gethostname(), []
+    for folder in (directory, directory / _RECORDS):
+        for tmp in folder.glob(".*.tmp-*") if folder.is_dir() else ():
+            found = _TMP.fullmatch(tmp.name)
+            if found and found["host"] == host and not _alive(int(found["pid"])):
+                tmp.unlink(missing_ok=True)
+                removed.append(tmp)
+    return removed
+
+
 def _read_manifest(directory: Path, where: str) -> dict | None:
     path = directory / _MANIFEST
     if not path.exists():
         return None
     try:
         manifest = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{where}: `directory` has an unreadable {_MANIFEST} ({err}).") from None
-    if manifest.get("format") != _FORMAT:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{where}: `directory` has an unreadable {path} ({err}).") from None
+    if manifest.get("format") not in (_FORMAT, _FORMAT_V1):
         raise ValueError(
             f"{where}: `directory` {str(directory)!r} is not a jaxsim Monte Carlo campaign "
             f"(format {manifest.get('format')!r}, expected {_FORMAT!r})."
         )
     return manifest
+
+
+def _sha(data: np.ndarray) -> str:
+    data = np.ascontiguousarray(data)
+    h = hashlib.sha256(f"{data.dtype.str}{data.shape}".encode())
+    h.update(data.tobytes())
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------
+# What a member computes: the fingerprint
+# ----------------------------------------------------------------------------------------------
+
+
+def _example(source):
+    """Shapes and dtypes of one member's parameters (no values: the fingerprint does not depend
+    on the key or the parameter values, which the source digest covers)."""
+    if source.disp is not None:
+        return jax.eval_shape(source.disp.sample_member, source.key, 0)
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), source.params)
+
+
+def _const_bytes(c) -> np.ndarray:
+    if isinstance(c, jax.Array) and jnp.issubdtype(c.dtype, jax.dtypes.prng_key):
+        return np.asarray(jr.key_data(c))
+    return np.asarray(c)
+
+
+def _fingerprint(fn, source) -> tuple[dict, str]:
+    """`({"program", "consts", "structure"}, program text)` of one member of `fn`."""
+
+    def member(params):  # the member of the compiled chunk program (batch._compile)
+        results: list = []
+        out = _normalize(fn(params), results)
+        return _normalize(params, []), out, _result_code(results), _finite(out)
+
+    closed, shapes = jax.make_jaxpr(member, return_shape=True)(_example(source))
+    text = _ADDRESS.sub("", str(closed.jaxpr))
+    h = hashlib.sha256(text.encode())
+    consts = []
+    for c in closed.consts:
+        arr = _const_bytes(c)
+        entry = {"shape": list(arr.shape), "dtype": str(arr.dtype), "sha256": _sha(arr)}
+        if arr.size <= _CONST_SHOWN and arr.dtype.kind in "biuf":
+            entry["value"] = arr.tolist()
+        consts.append(entry)
+        h.update(entry["sha256"].encode())
+    params_shape, out_shape, _, _ = shapes
+    flat = {**_flatten(params_shape, "params"), **_flatten(out_shape, "outputs")}
+    structure = {name: [list(s.shape), str(s.dtype)] for name, s in flat.items()}
+    return {"program": h.hexdigest(), "consts": consts, "structure": structure}, text
+
+
+def _identity(wanted: dict) -> str:
+    """The campaign's identity, written into every chunk record: chunks of another campaign (other
+    key, dispersions, program, outputs, `n` or `chunk_size`) are never adopted, manifest or not."""
+    keys = ("n", "chunk_size", "source", "digest")
+    fp = wanted["fingerprint"]
+    blob = json.dumps([[wanted[k] for k in keys], fp["program"], fp["structure"]], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _fmt(entry) -> str:
+    shape, dtype = entry
+    return f"{dtype}{tuple(shape)}"
+
+
+def _const_text(entry: dict) -> str:
+    value = entry.get("value")
+    return repr(value) if value is not None else f"sha256 {entry['sha256'][:12]}..."
+
+
+def _differences(disk: dict, wanted: dict, disk_text: str | None, text: str) -> list[str]:
+    """Readable lines of what differs between the manifest on disk and the requested campaign."""
+    lines = [
+        f"{name}: on disk {disk.get(name)!r}, requested {wanted[name]!r}"
+        for name in ("n", "chunk_size", "n_chunks", "source", "digest", "config")
+        if disk.get(name) != wanted[name]
+    ]
+    fd, fw = disk.get("fingerprint") or {}, wanted["fingerprint"]
+    sd, sw = fd.get("structure") or {}, fw["structure"]
+    for path in sorted(set(sd) | set(sw)):
+        if path not in sd:
+            lines.append(f"{path}: not on disk, requested {_fmt(sw[path])}")
+        elif path not in sw:
+            lines.append(f"{path}: on disk {_fmt(sd[path])}, no longer computed")
+        elif sd[path] != sw[path]:
+            lines.append(f"{path}: on disk {_fmt(sd[path])}, requested {_fmt(sw[path])}")
+    if fd.get("program") != fw["program"]:
+        cd, cw = fd.get("consts") or [], fw["consts"]
+        if len(cd) != len(cw):
+            lines.append(f"program constants: {len(cd)} on disk, {len(cw)} requested")
+        for i, (a, b) in enumerate(zip(cd, cw)):
+            if a != b:
+                what = f"{b['dtype']}{tuple(b['shape'])}"
+                lines.append(
+                    f"program constant #{i} {what}: on disk {_const_text(a)}, requested "
+                    f"{_const_text(b)}"
+                )
+        if disk_text is not None and disk_text != text:
+            changed = [
+                line
+                for line in difflib.unified_diff(
+                    disk_text.splitlines(), text.splitlines(), lineterm="", n=0
+                )
+                if line[:1] in "+-" and not line.startswith(("+++", "---"))
+            ]
+            shown = "\n      ".join(line[:160] for line in changed[:_DIFF_LINES])
+            more = (
+                f"\n      ... ({len(changed) - _DIFF_LINES} more)"
+                if len(changed) > _DIFF_LINES
+                else ""
+            )
+            lines.append(
+                f"program: the member function's traced program differs ({len(changed)} changed "
+                f"lines, '-' on disk, '+' requested):\n      {shown}{more}"
+            )
+        elif not any(line.startswith("program") for line in lines):
+            lines.append("program: the member function's traced program differs")
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------
+# The store
+# ----------------------------------------------------------------------------------------------
+
+
+def _var_name(path: str) -> str:
+    return path.replace(_SEP, ".")
+
+
+def _units(source) -> dict:
+    """`{"params/<path>": unit}` of the dispersions that declare one."""
+    if source.disp is None:
+        return {}
+    leaves = jax.tree_util.tree_flatten_with_path(
+        source.disp.tree, is_leaf=lambda x: isinstance(x, AbstractDistribution)
+    )[0]
+    units = {}
+    for path, leaf in leaves:
+        unit = getattr(leaf, "unit", "")
+        if unit:
+            keys = [str(getattr(p, "key", getattr(p, "idx", p))) for p in path]
+            units[_SEP.join(["params", *keys])] = unit
+    return units
+
+
+def _layout(structure: dict, units: dict) -> dict:
+    """`{array name: {"path", "shape", "dtype", "dims", "units"}}` (shapes without the member
+    axis): `time` is the axis of the sample times `outputs/ts` (a `Solution`'s, or an output
+    named `ts`) in the outputs that have one; further axes are `component`, `component2`, ...,
+    suffixed with their length where lengths differ (`component_4`)."""
+    ts = structure.get("outputs/ts") or structure.get("outputs/outputs/ts")
+    n_time = ts[0][0] if ts is not None and len(ts[0]) == 1 else None
+    entries = {
+        "members": ("members", [], "int64"),
+        "ok": ("ok", [], "bool"),
+        "result": ("result", [], "int32"),
+    }
+    for path, (shape, dtype) in structure.items():
+        entries[_var_name(path)] = (path, shape, dtype)
+    sizes: dict = {}
+    layout = {}
+    for name in sorted(entries):
+        path, shape, dtype = entries[name]
+        dims, rest = ["member"], list(shape)
+        timed = path.startswith("outputs" + _SEP) and not path.endswith(_SEP + "t_final")
+        if n_time is not None and timed and rest and rest[0] == n_time:
+            dims.append("time")
+            rest = rest[1:]
+        for j, size in enumerate(rest):
+            base = "component" if j == 0 else f"component{j + 1}"
+            dim = base if sizes.setdefault(base, size) == size else f"{base}_{size}"
+            dims.append(dim)
+        unit = units.get(path, "")
+        if path.endswith((_SEP + "ts", _SEP + "t_final")):
+            unit = "s"
+        layout[name] = {"path": path, "shape": shape, "dtype": dtype, "dims": dims, "units": unit}
+    if len(layout) != len(entries):
+        raise ValueError("montecarlo: two parameter or output paths map to one array name.")
+    return layout
+
+
+def _fill_value(dtype: str):
+    kind = np.dtype(dtype).kind
+    return np.nan if kind in "fc" else (False if kind == "b" else (-1 if dtype == "int64" else 0))
+
+
+def _create_store(where: str, path: Path, layout: dict, n: int, size: int) -> None:
+    zarr = _require_zarr(where)
+    root = zarr.open_group(str(path), mode="w", attributes={"format": _FORMAT})
+    for name, v in layout.items():
+        root.create_array(
+            name,
+            shape=(n, *v["shape"]),
+            chunks=(size, *[max(1, s) for s in v["shape"]]),
+            dtype=v["dtype"],
+            fill_value=_fill_value(v["dtype"]),
+            dimension_names=v["dims"],
+            attributes={"path": v["path"], "units": v["units"]}
+            if v["units"]
+            else {"path": v["path"]},
+        )
+
+
+def _open_store(where: str, directory: Path, layout: dict | None, n: int, mode: str = "r"):
+    """The store's root group; with `layout`, `None` when an array is missing or mismatched."""
+    zarr = _require_zarr(where)
+    try:
+        root = zarr.open_group(str(directory / _STORE), mode=mode)
+        if layout is None:
+            return root
+        for name, v in layout.items():
+            arr = root[name]
+            if arr.shape != (n, *v["shape"]) or arr.dtype != np.dtype(v["dtype"]):
+                return None
+    except (FileNotFoundError, KeyError, ValueError, zarr.errors.BaseZarrError):
+        return None
+    return root
+
+
+def _chunk_file(directory: Path, name: str, k: int, ndim: int) -> Path:
+    # Zarr 3's default chunk key: c/<k>/0/... (one chunk along the trailing axes).
+    return directory / _STORE / name / "c" / str(k) / Path(*(["0"] * (ndim - 1)))
+
+
+def _read_record(path: Path) -> tuple[dict | None, str | None]:
+    try:
+        return json.loads(path.read_text()), None
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        return None, f"{type(err).__name__}: {err}"
+
+
+def _records(directory: Path) -> dict[int, Path]:
+    found = {}
+    for path in (directory / _RECORDS).glob("chunk_*.json"):
+        try:
+            found[int(path.stem.split("_")[1])] = path
+        except ValueError:
+            continue
+    return found
+
+
+def _verify(root, layout, directory, k, lo, hi, record) -> str | None:
+    """Why chunk `k` is damaged, naming the file; `None` when its data match its checksums."""
+    digests = record.get("sha256")
+    if (record.get("chunk"), record.get("start"), record.get("stop")) != (k, lo, hi) or not (
+        isinstance(digests, dict)
+    ):
+        return f"{_record_path(directory, k)}: record of another chunk or incomplete"
+    for name, v in layout.items():
+        where = _chunk_file(directory, name, k, 1 + len(v["shape"]))
+        try:
+            data = np.asarray(root[name][lo:hi])
+        except Exception as err:  # any decoding failure of a damaged file
+            return f"{where}: unreadable ({type(err).__name__}: {err})"
+        if _sha(data) != digests.get(name):
+            return f"{where}: checksum mismatch (sha256 in {_record_path(directory, k)})"
+    return None
+
+
+def _barrier(name: str) -> None:
+    from jax.experimental import multihost_utils
+
+    multihost_utils.sync_global_devices(name)
+
+
+# ----------------------------------------------------------------------------------------------
+# run_campaign
+# ----------------------------------------------------------------------------------------------
 
 
 def run_campaign(
@@ -80,53 +437,70 @@ def run_campaign(
     axis_name: str | None = None,
     progress: bool | Callable[[int, int], None] = False,
     max_chunks: int | None = None,
-    process_index: int = 0,
-    process_count: int = 1,
+    process_index: int | None = None,
+    process_count: int | None = None,
     config: dict | None = None,
 ) -> BatchResult:
     r"""Run a Monte Carlo campaign chunk by chunk into `directory`, resumably.
 
-    Chunk `k` holds members `k * chunk_size .. min((k + 1) * chunk_size, n) - 1` and is written as
-    `chunk_<k>.npz` (member indices, `ok`, `result`, parameters under `params/...`, outputs under
-    `outputs/...`) to a temporary file that is then renamed over the final name (`os.replace`,
-    atomic), so an interrupted campaign never leaves a partial chunk. `manifest.json` records `n`,
-    `chunk_size`, a sha256 of the key and dispersions (or of the parameters) and `config`; running
-    again in the same directory skips the chunks already on disk and refuses a different
-    configuration.
+    Chunk `k` holds members `k * chunk_size .. min((k + 1) * chunk_size, n) - 1`. Its results go
+    to Zarr chunk `k` of the arrays of `directory/campaign.zarr`, then a record
+    `chunks/chunk_<k>.json` (written atomically: temporary file + `os.replace`) commits it with a
+    sha256 per array. Running again in the same directory:
+
+    1. refuses, before computing anything, a campaign that would mix results: another `n`,
+       `chunk_size`, key, dispersions or parameters, `config`, or another *fingerprint* of the
+       member function (its traced program with its constants, e.g. a changed hub mass, and the
+       names, shapes and dtypes of its outputs, e.g. a changed horizon); the message lists what
+       changed. Chunk records carry the campaign's identity too, so a deleted `manifest.json`
+       does not let another campaign adopt them;
+    2. verifies the checksums of this process's chunks on disk: a damaged chunk is named in a
+       `CampaignWarning` and computed again; temporary files of killed writers are removed;
+    3. computes the missing chunks.
+
+    A member that raises at run time (`simulate(..., throw=True)`) does not abort its chunk: see
+    `run_batch`.
 
     **Arguments:**
 
     - `fn`, `params`, `key`, `n`, `devices`, `mesh`, `axis_name`, `progress`: as in `run_batch`
       (`progress` counts the members of this process, finished chunks included).
     - `directory`: the campaign folder (created if missing).
-    - `chunk_size`: members per chunk (and per compiled call).
+    - `chunk_size`: members per chunk (and per compiled call, and per Zarr chunk).
     - `max_chunks`: compute at most this many new chunks in this call, then return (the result
       is then incomplete: `complete=False`); default no limit.
     - `process_index`, `process_count`: this process computes the chunks `k` with
-      `k % process_count == process_index` (multi-host: `jax.process_index()`,
-      `jax.process_count()`, with `devices=jax.local_devices()`).
+      `k % process_count == process_index`; default `jax.process_index()`,
+      `jax.process_count()` (after `jax.distributed.initialize()`: every process of the job
+      computes its own chunks, and the campaign is set up by process 0 and shared through the
+      common directory; pass `devices=jax.local_devices()` to shard over a host's devices).
     - `config`: JSON-serializable metadata (e.g. a model version) stored in the manifest and
       compared on resume.
 
-    **Returns:** `load_campaign(directory)`: every chunk on disk, from all processes.
+    **Returns:** `load_campaign(directory)`: every committed chunk on disk, from all processes
+    (under `jax.distributed`, after every process finished its chunks).
 
-    **Raises:** `ValueError` if `directory` holds a campaign with another configuration.
+    **Raises:** `ValueError` if `directory` holds another campaign (listing the differences);
+    `ImportError` without the optional extra `jaxsim[campaign]` (xarray, zarr).
 
     !!! example
 
         ```python
         res = mc.run_campaign(member, disp, "runs/mc1", key=jr.key(0), n=10_000, chunk_size=500,
                               progress=True, config={"model": "v3"})
-        # killed after 7 chunks? Run the same call again: chunks 0-6 are loaded, not recomputed.
+        # killed after 7 chunks? Run the same call again: chunks 0-6 are verified, not recomputed.
         ```
     """
     where = "run_campaign"
+    _require_zarr(where)
     source, sharding, n_dev = _setup(where, fn, params, key, n, devices, mesh, axis_name)
     size = _check_chunk_size(where, chunk_size, source.n, n_dev, required=True)
     if max_chunks is not None and (not isinstance(max_chunks, int | np.integer) or max_chunks < 0):
         raise ValueError(
             f"{where}: `max_chunks` must be an integer >= 0 or None; got {max_chunks!r}."
         )
+    process_count = jax.process_count() if process_count is None else process_count
+    process_index = jax.process_index() if process_index is None else process_index
     if not isinstance(process_count, int | np.integer) or process_count < 1:
         raise ValueError(
             f"{where}: `process_count` must be an integer >= 1; got {process_count!r}."
@@ -144,8 +518,15 @@ def run_campaign(
             f"{where}: `config` must be JSON-serializable; got {config!r} ({err})."
         ) from None
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    manifest = _read_manifest(directory, where) if directory.exists() else None
+    if manifest is not None and manifest.get("format") == _FORMAT_V1:
+        raise ValueError(
+            f"{where}: `directory` {str(directory)!r} holds a campaign of format {_FORMAT_V1!r} "
+            "(.npz chunks; read it with load_campaign); resume it with the jaxsim version that "
+            "wrote it, or use a new directory."
+        )
     n_chunks = math.ceil(source.n / size)
+    fingerprint, text = _fingerprint(fn, source)
     wanted = {
         "format": _FORMAT,
         "n": source.n,
@@ -153,103 +534,187 @@ def run_campaign(
         "n_chunks": n_chunks,
         "source": "dispersions" if source.disp is not None else "params",
         "digest": source.digest(),
+        "fingerprint": fingerprint,
         "config": config,
     }
-    manifest = _read_manifest(directory, where)
-    if manifest is None:
-        text = json.dumps({**wanted, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2)
-        _atomic_write(directory / _MANIFEST, lambda f: f.write(text.encode()))
-    else:
-        diff = [
-            f"{name}: on disk {manifest.get(name)!r}, requested {value!r}"
-            for name, value in wanted.items()
-            if manifest.get(name) != value
-        ]
-        if diff:
+    identity = _identity(wanted)
+    layout = _layout(fingerprint["structure"], _units(source))
+    # Under jax.distributed, every process of the job runs this call: process 0 sets up the
+    # folder, the others wait for it (a barrier, not a lock: no other scheduler).
+    shared = jax.process_count() > 1 and process_count == jax.process_count()
+
+    # 1. Refuse a campaign that would mix results (read-only checks, on every process).
+    if manifest is not None and any(manifest.get(k) != wanted[k] for k in wanted):
+        program_file = directory / _PROGRAM
+        disk_text = None
+        if program_file.exists():
+            try:
+                disk_text = gzip.decompress(program_file.read_bytes()).decode()
+            except (OSError, EOFError, UnicodeDecodeError):
+                disk_text = None
+        diff = _differences(manifest, wanted, disk_text, text)
+        raise ValueError(
+            f"{where}: `directory` {str(directory)!r} holds a campaign with a different "
+            f"configuration; resuming would mix results, so nothing was computed:\n  - "
+            + "\n  - ".join(diff)
+            + "\nResume with the original arguments, or use a new directory."
+        )
+    records = _records(directory) if directory.exists() else {}
+    for k, path in sorted(records.items()):
+        record, _ = _read_record(path)
+        if record is not None and record.get("campaign") not in (None, identity):
             raise ValueError(
-                f"{where}: `directory` {str(directory)!r} holds a campaign with a different "
-                f"configuration ({'; '.join(diff)}); resume with the original arguments, or use "
-                "a new directory."
+                f"{where}: `directory` {str(directory)!r} holds chunks of another campaign "
+                f"({path} has identity {record.get('campaign')!r:.20}..., this campaign "
+                f"{identity[:16]}...: another key, dispersions, member function or chunking); "
+                "nothing was computed. Use a new directory."
             )
+
+    # 2. Set up the folder (process 0 under jax.distributed).
+    if not shared or jax.process_index() == 0:
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / _RECORDS).mkdir(exist_ok=True)
+        if manifest is None:
+            _atomic_write(directory / _PROGRAM, gzip.compress(text.encode(), mtime=0))
+            created = {**wanted, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            created["jax"] = jax.__version__
+            _atomic_write(directory / _MANIFEST, json.dumps(created, indent=1).encode())
+        if _open_store(where, directory, layout, source.n) is None:
+            if records:
+                raise ValueError(
+                    f"{where}: `directory` {str(directory)!r} has chunk records but its store "
+                    f"{directory / _STORE} is missing or does not match them; nothing was "
+                    "computed. Use a new directory."
+                )
+            _create_store(where, directory / _STORE, layout, source.n, size)
+    if shared:
+        _barrier(f"jaxsim.montecarlo.setup.{identity[:16]}")
+    _clean_tmp(directory)
+    root = _open_store(where, directory, layout, source.n, mode="r+")
+
+    # 3. Verify this process's chunks.
     mine = [k for k in range(n_chunks) if k % process_count == process_index]
+    done_chunks = {}
+    for k in mine:
+        path = _record_path(directory, k)
+        if not path.exists():
+            continue
+        lo, hi = k * size, min((k + 1) * size, source.n)
+        record, why = _read_record(path)
+        if why is not None:
+            why = f"{path}: unreadable record ({why})"
+        else:
+            why = _verify(root, layout, directory, k, lo, hi, record)
+        if why is None:
+            done_chunks[k] = record
+            continue
+        warnings.warn(
+            f"{where}: chunk {k} (members {lo}..{hi - 1}) is damaged and is computed again: {why}.",
+            CampaignWarning,
+            stacklevel=2,
+        )
+        path.unlink()
+
+    # 4. Compute the missing chunks.
     total = sum(min(size, source.n - k * size) for k in mine)
     reporter = _Progress(progress, total, where)
     program, computed, done, failed = None, 0, 0, 0
     try:
         for k in mine:
-            chunk = np.arange(k * size, min((k + 1) * size, source.n))
-            path = _chunk_path(directory, k)
-            if path.exists():
-                with np.load(path) as data:
-                    if not np.array_equal(data["members"], chunk):
-                        raise ValueError(
-                            f"{where}: {path.name} holds members {data['members'][:4]}... but "
-                            f"chunk {k} should hold {chunk[:4]}...; the directory is corrupt."
-                        )
-                    failed += int(np.sum(~data["ok"]))
-                done += chunk.size
-                reporter.update(done, chunk.size, failed)
+            lo, hi = k * size, min((k + 1) * size, source.n)
+            if k in done_chunks:
+                failed += int(np.sum(~np.asarray(root["ok"][lo:hi])))
+                done += hi - lo
+                reporter.update(done, hi - lo, failed)
                 continue
             if max_chunks is not None and computed >= max_chunks:
                 break
             if program is None:
                 program = _Program(fn, source, sharding)
-            padded = np.concatenate([chunk, np.full(size - chunk.size, chunk[-1])])
-            params_, outputs, code, finite = _host_chunk(program.run(padded), chunk.size)
+            chunk = np.arange(lo, hi)
+            (params_, outputs, code, finite), errors = _run_members(program, chunk, size)
             ok = (code == 0) & finite
             arrays = {"members": chunk, "ok": ok, "result": code}
-            for prefix, tree in (("params", params_), ("outputs", outputs)):
-                arrays.update(_flatten(tree, prefix))
-            _atomic_write(path, lambda f: np.savez(f, **arrays))
+            arrays.update(_flatten(params_, "params"))
+            arrays.update(_flatten(outputs, "outputs"))
+            digests = {}
+            for name, v in layout.items():
+                data = np.ascontiguousarray(arrays[v["path"]], dtype=v["dtype"])
+                root[name][lo:hi] = data
+                digests[name] = _sha(data)
+            record = {
+                "campaign": identity,
+                "chunk": k,
+                "start": lo,
+                "stop": hi,
+                "sha256": digests,
+                "errors": {str(m): cause for m, cause in sorted(errors.items())},
+                "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "host": socket.gethostname(),
+            }
+            _atomic_write(_record_path(directory, k), json.dumps(record, indent=1).encode())
             computed += 1
-            done += chunk.size
+            done += hi - lo
             failed += int(np.sum(~ok))
-            reporter.update(done, chunk.size, failed)
+            reporter.update(done, hi - lo, failed)
     finally:
         reporter.close()
+    if shared:
+        _barrier(f"jaxsim.montecarlo.done.{identity[:16]}")
     return load_campaign(directory)
 
 
-def load_campaign(directory: str | os.PathLike) -> BatchResult:
-    """Read a campaign written by `run_campaign` (complete or not) into one `BatchResult`.
+# ----------------------------------------------------------------------------------------------
+# Reading
+# ----------------------------------------------------------------------------------------------
 
-    **Arguments:**
 
-    - `directory`: the campaign folder.
+def _committed(directory: Path, manifest: dict, where: str) -> dict[int, dict]:
+    """The chunk records of the campaign (`{k: record}`); unreadable or foreign ones are left out
+    with a `CampaignWarning` naming them (`run_campaign` recomputes them)."""
+    identity = _identity(manifest)
+    out = {}
+    for k, path in sorted(_records(directory).items()):
+        record, why = _read_record(path)
+        if why is None and record.get("campaign") != identity:
+            why = "record of another campaign"
+        if why is not None or not 0 <= k < int(manifest["n_chunks"]):
+            warnings.warn(
+                f"{where}: {path} is left out ({why or 'chunk index out of range'}).",
+                CampaignWarning,
+                stacklevel=3,
+            )
+            continue
+        out[k] = record
+    return out
 
-    **Returns:** a `BatchResult` of the chunks on disk, members in increasing order;
-    `complete` tells whether every chunk is there, `n_total` is the campaign's `n`.
 
-    !!! example
+def _ranges(chunks, size: int, n: int) -> list[tuple[int, int]]:
+    """Member ranges `[lo, hi)` of the sorted chunk indices, adjacent chunks merged."""
+    out: list[list[int]] = []
+    for k in chunks:
+        lo, hi = k * size, min((k + 1) * size, n)
+        if out and out[-1][1] == lo:
+            out[-1][1] = hi
+        else:
+            out.append([lo, hi])
+    return [(lo, hi) for lo, hi in out]
 
-        ```python
-        res = mc.load_campaign("runs/mc1")
-        res.complete, res.n_ok, mc.summarize(res)["outputs/totRotEnergy"].mean
-        ```
-    """
-    directory = Path(directory)
-    manifest = _read_manifest(directory, "load_campaign")
-    if manifest is None:
-        raise ValueError(
-            f"load_campaign: `directory` {str(directory)!r} has no {_MANIFEST}; not a campaign."
-        )
+
+def _load_v1(directory: Path, manifest: dict) -> BatchResult:
     flats = []
     for k in range(int(manifest["n_chunks"])):
         path = _chunk_path(directory, k)
         if path.exists():
-            with np.load(path) as data:
-                flats.append({name: data[name] for name in data.files})
+            try:
+                with np.load(path) as data:
+                    flats.append({name: data[name] for name in data.files})
+            except Exception as err:  # zip, pickle and EOF errors of a damaged file
+                raise ValueError(
+                    f"load_campaign: {path} is damaged ({type(err).__name__}: {err})."
+                ) from None
     if not flats:
-        empty = np.zeros(0, dtype=np.int64)
-        return BatchResult(
-            members=empty,
-            ok=np.zeros(0, bool),
-            result=np.zeros(0, np.int32),
-            params={},
-            outputs={},
-            n_total=int(manifest["n"]),
-            complete=False,
-        )
+        return _empty(int(manifest["n"]))
     flat = {name: np.concatenate([f[name] for f in flats], axis=0) for name in flats[0]}
     return BatchResult(
         members=flat["members"],
@@ -260,3 +725,125 @@ def load_campaign(directory: str | os.PathLike) -> BatchResult:
         n_total=int(manifest["n"]),
         complete=len(flats) == int(manifest["n_chunks"]),
     )
+
+
+def _empty(n: int) -> BatchResult:
+    return BatchResult(
+        members=np.zeros(0, dtype=np.int64),
+        ok=np.zeros(0, bool),
+        result=np.zeros(0, np.int32),
+        params={},
+        outputs={},
+        n_total=n,
+        complete=False,
+    )
+
+
+def _manifest_of(directory, where: str) -> tuple[Path, dict]:
+    directory = Path(directory)
+    manifest = _read_manifest(directory, where)
+    if manifest is None:
+        raise ValueError(
+            f"{where}: `directory` {str(directory)!r} has no {_MANIFEST}; not a campaign."
+        )
+    return directory, manifest
+
+
+def load_campaign(directory: str | os.PathLike) -> BatchResult:
+    """Read a campaign written by `run_campaign` (complete or not) into one `BatchResult`.
+
+    Reads the committed chunks (those with a chunk record) of a Zarr campaign, or the
+    `chunk_<k>.npz` files of a campaign of format 1 (written by earlier jaxsim versions). Loads
+    everything into memory: for large campaigns, `open_campaign` (lazy, xarray) and
+    `summarize_campaign` (chunk by chunk) read the store without loading it.
+
+    **Arguments:**
+
+    - `directory`: the campaign folder.
+
+    **Returns:** a `BatchResult` of the chunks on disk, members in increasing order;
+    `complete` tells whether every chunk is there, `n_total` is the campaign's `n`, `errors` the
+    members that raised at run time.
+
+    !!! example
+
+        ```python
+        res = mc.load_campaign("runs/mc1")
+        res.complete, res.n_ok, mc.summarize(res)["outputs/totRotEnergy"].mean
+        ```
+    """
+    where = "load_campaign"
+    directory, manifest = _manifest_of(directory, where)
+    if manifest["format"] == _FORMAT_V1:
+        return _load_v1(directory, manifest)
+    n, size = int(manifest["n"]), int(manifest["chunk_size"])
+    records = _committed(directory, manifest, where)
+    if not records:
+        return _empty(n)
+    root = _open_store(where, directory, None, n)
+    if root is None:
+        raise ValueError(f"{where}: {directory / _STORE} is missing or unreadable.")
+    ranges = _ranges(sorted(records), size, n)
+    flat = {}
+    for name in sorted(root.array_keys()):
+        arr = root[name]
+        try:
+            flat[arr.attrs["path"]] = np.concatenate([arr[lo:hi] for lo, hi in ranges], axis=0)
+        except Exception as err:  # a damaged chunk file
+            raise ValueError(
+                f"{where}: array {name!r} of {directory / _STORE} is damaged "
+                f"({type(err).__name__}: {err}); run_campaign verifies and recomputes it."
+            ) from None
+    errors = sorted((int(m), c) for r in records.values() for m, c in r.get("errors", {}).items())
+    return BatchResult(
+        members=flat["members"],
+        ok=flat["ok"],
+        result=flat["result"],
+        params=_unflatten(flat, "params"),
+        outputs=_unflatten(flat, "outputs"),
+        n_total=n,
+        complete=len(records) == int(manifest["n_chunks"]),
+        errors=tuple(errors),
+    )
+
+
+def open_campaign(directory: str | os.PathLike):
+    """The campaign's store as a lazily loaded `xarray.Dataset` (nothing is read until used).
+
+    Dimensions `member` (coordinate: member index), `time` (the sample times of the outputs
+    with a `ts`), `component`, `component2`, ...; one variable per array (`ok`, `result`,
+    `params.<name>`, `outputs.<name>`, with the attribute `path`, the `/`-joined keys of
+    `BatchResult`, and `units` where known). `committed` marks the members of committed chunks:
+    the others have not been computed (their values are the fill values: NaN, 0, -1 for
+    `members`).
+
+    !!! example
+
+        ```python
+        ds = mc.open_campaign("runs/mc1")
+        ds["outputs.outputs.omega_BN_B"].where(ds.ok & ds.committed).isel(time=-1).std("member")
+        ```
+    """
+    where = "open_campaign"
+    directory, manifest = _manifest_of(directory, where)
+    if manifest["format"] == _FORMAT_V1:
+        raise ValueError(
+            f"{where}: `directory` {str(directory)!r} is a campaign of format {_FORMAT_V1!r} "
+            "(.npz chunks), which has no store; read it with load_campaign."
+        )
+    _require_zarr(where)
+    try:
+        import xarray as xr
+    except ImportError:
+        raise ImportError(
+            f'{where}: needs xarray; install the optional extra `pip install "jaxsim[{_EXTRA}]"` '
+            "(xarray, zarr)."
+        ) from None
+    n, size = int(manifest["n"]), int(manifest["chunk_size"])
+    committed = np.zeros(n, bool)
+    for lo, hi in _ranges(sorted(_committed(directory, manifest, where)), size, n):
+        committed[lo:hi] = True
+    ds = xr.open_zarr(
+        str(directory / _STORE), consolidated=False, mask_and_scale=False, zarr_format=3
+    )
+    return ds.assign_coords(member=np.arange(n)).assign(committed=("member", committed))
