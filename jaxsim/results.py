@@ -10,13 +10,15 @@ from jaxsim.results import to_numpy, to_xarray
 res = to_numpy(sol)                  # {"ts", "ys", "outputs", "counts", "stats"}
 np.savez("run.npz", **flatten(res))  # flat "outputs.r_CN_N"-style keys
 ds = to_xarray(sol, model=sc)        # needs xarray (the `notebooks` extra)
-ds["r_CN_N"].sel(time=600.0), ds["r_CN_N"].attrs["units"]
+ds["r_CN_N"].sel(time=600.0, component="z"), ds["r_CN_N"].attrs["units"]
+ds.to_netcdf("run.nc")               # needs a netCDF engine (scipy: netCDF3)
 ```
 
 Units come from the model (`model_units(model)`: its `output_units()` and `state_units()`, a
 `System` nesting its objects' by name); the engine holds no table of quantity names.
 """
 
+import re
 from typing import Any
 
 import jax
@@ -116,6 +118,27 @@ def flatten(res: dict) -> dict[str, np.ndarray]:
     return flat
 
 
+_XYZ = ("x", "y", "z")
+# Dimensions of frame components: a vector's (x, y, z), a matrix's rows and columns.
+_VECTOR_DIMS = ("component", "row", "column")
+# Basilisk's frame-suffix names end in the frame of their components: `r_CN_N`, `omega_BN_B`,
+# `torque_B`, `ISC_PntB_B`, `sigma_BN` (an attitude parameter set of B relative to N).
+_FRAME_SUFFIX = re.compile(r"_[A-Z][A-Za-z]*$")
+
+
+def _trailing_dims(path: str, shape: tuple) -> tuple:
+    """Dimension names of a leaf's per-sample axes. A frame-suffixed name (`_FRAME_SUFFIX`, e.g.
+    `r_CN_N`) with a last axis of 3 gets `component` (x, y, z), a 3 x 3 one `row` and `column`;
+    any other axis `i` is `"<path>_<i>"` (e.g. the wheels of `ys.rw.Omega`)."""
+    dims = [f"{path}_{i}" for i in range(len(shape))]
+    if _FRAME_SUFFIX.search(path.rsplit(".", 1)[-1]):
+        if shape[-2:] == (3, 3):
+            dims[-2:] = ["row", "column"]
+        elif shape[-1:] == (3,):
+            dims[-1] = "component"
+    return tuple(dims)
+
+
 def to_xarray(sol, *, member_dim: str = "member", model=None, units=None):
     """A `Solution` as an `xarray.Dataset` indexed by sample time.
 
@@ -132,8 +155,13 @@ def to_xarray(sol, *, member_dim: str = "member", model=None, units=None):
     **Returns:** a Dataset with coordinate `time` [s] and one variable per leaf: outputs under their
     own names (`"r_CN_N"`, nested effector outputs as `"gravity_gradient.torque_B"`), states as
     `"ys.<path>"` (`"ys.hub.sigma_BN"`, or `"ys"` for an array state), step-map counters as
-    `"counts.<path>"`. Trailing (per-sample) axes are named `"<variable>_<i>"`; variables whose unit
-    the model gives carry `attrs["units"]`. Final `stats` become Dataset attributes when scalar.
+    `"counts.<path>"`. The frame components of vectors and matrices named by Basilisk's frame-suffix
+    convention (`r_CN_N`, `omega_BN_B`, `gravity_gradient.torque_B`, `sigma_BN`) lie along
+    dimension `component` (coordinate `["x", "y", "z"]`), or `row` and `column` for a 3 x 3 matrix
+    (`ISC_PntB_B`); other per-sample axes are named `"<variable>_<i>"` (`ys.rw.Omega_0`: the
+    wheels). Variables whose unit the model gives carry `attrs["units"]`; `time` is in s. Final
+    `stats` become Dataset attributes when scalar. `ds.to_netcdf(path)` writes the Dataset (with
+    scipy installed, as netCDF3; see the `notebooks` extra).
 
     **Raises:** `ImportError` when xarray is missing (install `jaxsim[notebooks]`).
     """
@@ -181,7 +209,7 @@ def to_xarray(sol, *, member_dim: str = "member", model=None, units=None):
                 f"to_xarray: `{path}` has shape {a.shape}, which does not start with the sample "
                 f"shape {ts.shape}."
             )
-        dims = lead + tuple(f"{path}_{i}" for i in range(a.ndim - len(lead)))
+        dims = lead + _trailing_dims(path, a.shape[len(lead) :])
         data_vars[path] = xr.Variable(dims, a, attrs={"units": unit} if unit else {})
     attrs = {}
     for key, value in res["stats"].items():
@@ -189,4 +217,6 @@ def to_xarray(sol, *, member_dim: str = "member", model=None, units=None):
         if value is not None and value.ndim == 0:
             attrs[key] = value.item()
     coords = {"time": xr.Variable(("time",), time, attrs={"units": "s"})}
+    used = {d for v in data_vars.values() for d in v.dims}
+    coords.update({d: xr.Variable((d,), list(_XYZ)) for d in _VECTOR_DIMS if d in used})
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)

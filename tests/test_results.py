@@ -122,9 +122,20 @@ def test_to_xarray_dataset(sol):
     np.testing.assert_array_equal(ds["time"].values, sol.ts)
     assert ds["time"].attrs["units"] == "s"
     np.testing.assert_array_equal(ds["r_CN_N"].values, sol.outputs["r_CN_N"])
-    assert ds["r_CN_N"].dims == ("time", "r_CN_N_0")
+    assert ds["r_CN_N"].dims == ("time", "component")
     assert ds["r_CN_N"].attrs["units"] == "m"
-    assert ds["ISC_PntB_B"].dims == ("time", "ISC_PntB_B_0", "ISC_PntB_B_1")
+    assert ds["ISC_PntB_B"].dims == ("time", "row", "column")
+    # Frame components are labelled x, y, z (vectors and the rows/columns of matrices).
+    for dim in ("component", "row", "column"):
+        assert list(ds[dim].values) == ["x", "y", "z"]
+    np.testing.assert_array_equal(
+        ds["omega_BN_B"].sel(component="z").values, sol.outputs["omega_BN_B"][:, 2]
+    )
+    np.testing.assert_array_equal(
+        ds["ISC_PntB_B"].sel(row="x", column="y").values, sol.outputs["ISC_PntB_B"][:, 0, 1]
+    )
+    assert ds["ys.hub.sigma_BN"].dims == ("time", "component")
+    assert ds["gravity_gradient.torque_B"].dims == ("time", "component")
     np.testing.assert_array_equal(ds["ys.hub.sigma_BN"].values, sol.ys["hub"]["sigma_BN"])
     np.testing.assert_array_equal(
         ds["gravity_gradient.torque_B"].values, sol.outputs["gravity_gradient"]["torque_B"]
@@ -167,7 +178,7 @@ def test_model_units_follow_the_solution_structure(sol):
 def test_to_xarray_batched(batch):
     pytest.importorskip("xarray")
     ds = results.to_xarray(batch, member_dim="run")
-    assert ds["omega_BN_B"].dims == ("run", "time", "omega_BN_B_0")
+    assert ds["omega_BN_B"].dims == ("run", "time", "component")
     assert ds.sizes["run"] == 3 and ds.sizes["time"] == len(batch.ts[0])
     np.testing.assert_array_equal(ds["omega_BN_B"].values, batch.outputs["omega_BN_B"])
     np.testing.assert_array_equal(ds["time"].values, batch.ts[0])
@@ -175,6 +186,30 @@ def test_to_xarray_batched(batch):
     bad["ts"] = bad["ts"] + np.arange(3.0)[:, None]
     with pytest.raises(ValueError, match="share"):
         results.to_xarray(bad)
+
+
+def test_to_xarray_component_dims_only_for_frame_vectors():
+    """Arrays not named by the frame-suffix convention (the wheels of `Omega`) keep numbered
+    dimensions: three wheels are not x, y, z."""
+    pytest.importorskip("xarray")
+    s = _wheel_solution(n=5)
+    ds = results.to_xarray(s)
+    assert ds["ys.rw.Omega"].dims == ("time", "ys.rw.Omega_0")
+    assert ds["ys.hub.omega_BN_B"].dims == ("time", "component")
+
+
+def test_to_xarray_to_netcdf_round_trip(sol, tmp_path):
+    """The Dataset writes to netCDF (scipy's netCDF3 engine) and reads back identical: values,
+    dimensions, x/y/z coordinates, units and the stats attributes."""
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("scipy")
+    ds = results.to_xarray(sol, model=_spacecraft())
+    path = tmp_path / "run.nc"
+    ds.to_netcdf(path, engine="scipy")
+    back = xr.load_dataset(path, engine="scipy")
+    xr.testing.assert_identical(back, ds)
+    assert back["omega_BN_B"].attrs["units"] == "rad/s"
+    assert back.attrs["num_steps"] == round(T1 / DT)
 
 
 def test_to_xarray_without_xarray_names_the_extra(sol, monkeypatch):
