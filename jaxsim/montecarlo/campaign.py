@@ -242,15 +242,21 @@ def _differences(disk: dict, wanted: dict, disk_text: str | None, text: str) -> 
             lines.append(f"{path}: on disk {_fmt(sd[path])}, requested {_fmt(sw[path])}")
     if fd.get("program") != fw["program"]:
         cd, cw = fd.get("consts") or [], fw["consts"]
-        if len(cd) != len(cw):
+        if len(cd) == len(cw):  # the same constants, some with other values
+            for i, (a, b) in enumerate(zip(cd, cw)):
+                if a != b:
+                    what = f"{b['dtype']}{tuple(b['shape'])}"
+                    lines.append(
+                        f"program constant #{i} {what}: on disk {_const_text(a)}, requested "
+                        f"{_const_text(b)}"
+                    )
+        else:
             lines.append(f"program constants: {len(cd)} on disk, {len(cw)} requested")
-        for i, (a, b) in enumerate(zip(cd, cw)):
-            if a != b:
-                what = f"{b['dtype']}{tuple(b['shape'])}"
-                lines.append(
-                    f"program constant #{i} {what}: on disk {_const_text(a)}, requested "
-                    f"{_const_text(b)}"
-                )
+            for tag, ours, theirs in (("on disk only", cd, cw), ("requested only", cw, cd)):
+                for c in ours:
+                    if c not in theirs:
+                        what = f"{c['dtype']}{tuple(c['shape'])}"
+                        lines.append(f"program constant {what} {tag}: {_const_text(c)}")
         if disk_text is not None and disk_text != text:
             changed = [
                 line
@@ -707,7 +713,7 @@ def _load_v1(directory: Path, manifest: dict) -> BatchResult:
         path = _chunk_path(directory, k)
         if path.exists():
             try:
-                with np.load(path) as data:
+                with open(path, "rb") as fh, np.load(fh) as data:
                     flats.append({name: data[name] for name in data.files})
             except Exception as err:  # zip, pickle and EOF errors of a damaged file
                 raise ValueError(
