@@ -657,6 +657,7 @@ def run_campaign(
                 "errors": {str(m): cause for m, cause in sorted(errors.items())},
                 "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "host": socket.gethostname(),
+                "process": int(process_index),
             }
             _atomic_write(_record_path(directory, k), json.dumps(record, indent=1).encode())
             computed += 1
