@@ -17,6 +17,58 @@ def _drift(x):
     return np.abs(x - x[0]).max() / scale if scale > 0 else np.abs(x - x[0]).max()
 
 
+DRIFT_KEYS = ("totOrbEnergy", "totOrbAngMomPntN_N", "totRotEnergy", "totRotAngMomPntC_N")
+
+
+def demo_figure(sol, *, wheels: str = "rw"):
+    """The demo's figure of one `Spacecraft` run (matplotlib needed), 2 x 3 panels, each with a
+    legend and units: the orbit in 3D around the Earth [km]; the attitude `sigma_BN` [-] and the
+    body rates `omega_BN_B` [mrad/s] (x, y, z); the wheel speeds [rad/s] (wheel 1, 2, ...; an empty
+    panel for a spacecraft without the `wheels` effector); the radius change [km]; the relative
+    drift of Basilisk's four totals (log scale). Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    from effectors import plotting
+
+    out = sol.outputs
+    t, t_label = plotting.time_axis(sol, "min")
+    fig = plt.figure(figsize=(16, 8.5), constrained_layout=True)
+    ax_orbit = fig.add_subplot(2, 3, 1, projection="3d")
+    r_km = np.asarray(out["r_CN_N"]) / 1e3
+    plotting.draw_orbit_3d(ax_orbit, r_km, body_radius_km=plotting.EARTH_RADIUS / 1e3)
+    ax_orbit.set_title("orbit r_CN_N (N frame)")
+    axes = [fig.add_subplot(2, 3, i) for i in range(2, 7)]
+    for ax, key, scale, unit in [(axes[0], "sigma_BN", 1.0, "-"),
+                                 (axes[1], "omega_BN_B", 1e3, "mrad/s")]:  # fmt: skip
+        value = np.asarray(out[key]) * scale
+        for i, label in enumerate(plotting.component_labels(value.shape[-1])):
+            ax.plot(t, value[:, i], label=label)
+        ax.set(title=f"{key}", ylabel=f"{key} [{unit}]")
+        ax.legend(loc="best", ncols=3)
+        ax.grid(alpha=0.3)
+    if isinstance(sol.ys, dict) and wheels in sol.ys:
+        plotting.draw_wheel_speeds(axes[2], t, np.asarray(sol.ys[wheels]["Omega"]))
+        axes[2].set_title(f"wheel speeds ({wheels})")
+    else:
+        axes[2].set_axis_off()
+    radius = np.linalg.norm(np.asarray(out["r_CN_N"]), axis=-1)
+    axes[3].plot(t, (radius - radius[0]) / 1e3, label="|r_CN_N| - |r_CN_N(t0)|")
+    axes[3].set(title=f"radius change (|r_CN_N(t0)| = {radius[0] / 1e3:.3f} km)",
+                ylabel="radius change [km]")  # fmt: skip
+    axes[3].legend(loc="best")
+    axes[3].grid(alpha=0.3)
+    for key in DRIFT_KEYS:
+        axes[4].plot(t, plotting.relative_drift(out[key]), label=key)
+    axes[4].set_yscale("log")
+    axes[4].set(title="conservation drift |x(t) - x(0)| / |x(0)|", ylabel="relative drift [-]")
+    axes[4].legend(loc="best", fontsize="small")
+    axes[4].grid(alpha=0.3, which="both")
+    for ax in axes:
+        ax.set_xlabel(t_label)
+    plotting.no_offset(*axes)
+    return fig
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="jaxsim_demo.png", help="PNG file to write")
@@ -60,7 +112,7 @@ def main(argv=None):
         for key, val in sol.ys[e.name].items():
             print(f"  {e.name}.{key} = {np.array2string(np.asarray(val[-1]), precision=9)}")
     print("relative drift over the run (max |x - x0| / |x0|):")
-    for key in ["totOrbEnergy", "totOrbAngMomPntN_N", "totRotEnergy", "totRotAngMomPntC_N"]:
+    for key in DRIFT_KEYS:
         print(f"  {key:19s} {_drift(out[key]):.3e}")
     print("  (rotational quantities change through the gravity-gradient and external torques,")
     print("   the motor work and the panel dampers; the orbital ones are invariants here)")
@@ -68,24 +120,8 @@ def main(argv=None):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    t = np.asarray(sol.ts) / 60.0
-    fig, ax = plt.subplots(2, 2, figsize=(11, 7), constrained_layout=True)
-    r = np.asarray(out["r_CN_N"]) / 1e3
-    ax[0, 0].plot(r[:, 0], r[:, 1])
-    ax[0, 0].set(title="orbit (N frame)", xlabel="x [km]", ylabel="y [km]", aspect="equal")
-    ax[0, 1].plot(t, np.asarray(out["sigma_BN"]))
-    ax[0, 1].set(title="attitude MRP sigma_BN", xlabel="t [min]")
-    ax[1, 0].plot(t, np.asarray(out["omega_BN_B"]) * 1e3)
-    ax[1, 0].set(title="body rates omega_BN_B", xlabel="t [min]", ylabel="[mrad/s]")
-    if "rw" in sol.ys:
-        ax[1, 1].plot(t, np.asarray(sol.ys["rw"]["Omega"]))
-        ax[1, 1].set(title="wheel speeds", xlabel="t [min]", ylabel="[rad/s]")
-    else:
-        E = np.asarray(out["totOrbEnergy"])
-        ax[1, 1].plot(t, (E - E[0]) / abs(E[0]))
-        ax[1, 1].set(title="orbital energy drift", xlabel="t [min]", ylabel="relative")
+    fig = demo_figure(sol)
     fig.savefig(args.out, dpi=110)
     print(f"wrote {args.out}")
 

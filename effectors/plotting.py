@@ -8,7 +8,7 @@ a spacecraft notebook. matplotlib is imported only when a function is called.
 ```python
 from effectors import plotting
 
-fig = plotting.plot_orbit(sol)                       # r_CN_N projections [km] and radius
+fig = plotting.plot_orbit(sol)                       # r_CN_N in 3D around the Earth [km], radius
 fig = plotting.plot_attitude(sol)                    # sigma_BN [-] and omega_BN_B [rad/s]
 fig = plotting.plot_energy_drift(sol)                # the four totals Basilisk logs
 fig = plotting.plot_wheel_speeds(sol, name="rw")
@@ -22,6 +22,8 @@ Each quantity is read from `sol.outputs`, else from the hub state `sol.ys["hub"]
 import numpy as np
 
 from jaxsim.plotting import (
+    component_labels as component_labels,
+    no_offset as no_offset,
     plot_dispersion as plot_dispersion,
     plot_energy_drift as _plot_drift,
     plot_series as plot_series,
@@ -37,6 +39,11 @@ from ._spacecraft import _HUB_KEY, _HUB_STATE_UNITS, _OUTPUT_UNITS
 
 __all__ = [
     "BASILISK_TOTALS",
+    "EARTH_RADIUS",
+    "component_labels",
+    "draw_orbit_3d",
+    "draw_wheel_speeds",
+    "no_offset",
     "plot_attitude",
     "plot_dispersion",
     "plot_energy_drift",
@@ -49,6 +56,7 @@ __all__ = [
 ]
 
 BASILISK_TOTALS = ("totOrbEnergy", "totOrbAngMomPntN_N", "totRotEnergy", "totRotAngMomPntC_N")
+EARTH_RADIUS = 6378.1363e3  # Earth's equatorial radius [m] (the default central body drawn)
 # Labels of hub quantities read from the outputs or, without outputs, from the hub state.
 _HUB_UNITS = {**_OUTPUT_UNITS, _HUB_KEY: _HUB_STATE_UNITS}
 
@@ -67,20 +75,77 @@ def _hub_key(sol, key):
     )
 
 
-def plot_orbit(sol, *, key: str = "r_CN_N", time_unit: str = "min"):
-    """Orbit of the spacecraft: the three projections of the position onto the $\\mathcal N$ axes
-    planes (x-y, x-z, y-z) and the radius against time.
+def _check_body_radius(body_radius):
+    if body_radius is None:
+        return None
+    value = float(np.asarray(body_radius))
+    if not np.isfinite(value) or value <= 0.0:
+        raise ValueError(
+            f"plot_orbit: `body_radius` must be a positive radius [m] or None; got {body_radius!r}."
+        )
+    return value
+
+
+def draw_orbit_3d(ax, r_km, *, body_radius_km=None, label: str = "r_CN_N"):
+    r"""Draw a path `r_km` (shape `(n, 3)`, in km, $\mathcal N$ components) on a 3D axis `ax`: the
+    path, its start point and, when `body_radius_km` is given, the central body as a sphere;
+    labelled `x_N`, `y_N`, `z_N` [km] axes with equal scales, and a legend."""
+    if body_radius_km is not None:
+        u, v = np.meshgrid(np.linspace(0.0, 2.0 * np.pi, 37), np.linspace(0.0, np.pi, 19))
+        R = body_radius_km
+        ax.plot_surface(R * np.cos(u) * np.sin(v), R * np.sin(u) * np.sin(v), R * np.cos(v),
+                        color="tab:blue", alpha=0.25, linewidth=0, label="Earth")  # fmt: skip
+    ax.plot(r_km[:, 0], r_km[:, 1], r_km[:, 2], color="C1", lw=1.5, label=label)
+    ax.plot(r_km[:1, 0], r_km[:1, 1], r_km[:1, 2], "o", color="k", label="t0")
+    pts = r_km if body_radius_km is None else np.vstack([r_km, [[body_radius_km] * 3],
+                                                          [[-body_radius_km] * 3]])  # fmt: skip
+    centre = 0.5 * (pts.max(axis=0) + pts.min(axis=0))
+    half = 0.5 * float(np.max(pts.max(axis=0) - pts.min(axis=0))) or 1.0
+    ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
+           zlim=(centre[2] - half, centre[2] + half))  # fmt: skip
+    ax.set_box_aspect((1.0, 1.0, 1.0))
+    ax.set(xlabel="x_N [km]", ylabel="y_N [km]", zlabel="z_N [km]")
+    ax.legend(loc="upper left", fontsize="small")
+    no_offset(ax)
+
+
+def plot_orbit(sol, *, key: str = "r_CN_N", body_radius=EARTH_RADIUS, time_unit: str = "min"):
+    r"""Orbit of the spacecraft in 3D around the central body, and its radius change against time.
 
     **Arguments:**
 
     - `sol`: one run of a `Spacecraft` (position read from `sol.outputs[key]`, else the hub state).
-    - `key`: which position, `"r_CN_N"` (composite CoM, default) or `"r_BN_N"` (body origin) [m].
+    - `key`: which position, `"r_CN_N"` (composite CoM, default) or `"r_BN_N"` (body origin) [m],
+      relative to the central body.
+    - `body_radius`: radius of the central body drawn as a sphere [m] (default: the Earth's
+      equatorial radius, `EARTH_RADIUS`); None draws none.
     - `time_unit`: unit of the time axis.
 
-    **Returns:** a Figure with 4 axes; the projections are in km, equal aspect.
+    **Returns:** a Figure with 2 axes: a 3D axis (the path in km with labelled $\mathcal N$ axes,
+    the start point, the body; legend) and the radius change $|r(t)| - |r(t_0)|$ in m against
+    time (titled with $|r(t_0)|$; plain tick labels, no offset).
     """
-    time_axis(sol, time_unit)  # one run and a known unit, checked before the data
-    return plot_trajectory(sol, _hub_key(sol, key), scale=1e-3, unit="km", time_unit=time_unit)
+    plt = pyplot()
+    t, t_label = time_axis(sol, time_unit)  # one run and a known unit, checked before the data
+    radius_m = _check_body_radius(body_radius)
+    r_km = series(sol, _hub_key(sol, key)) * 1e-3
+    if r_km.shape[-1:] != (3,):
+        raise ValueError(f"plot_orbit: `{key}` must be a 3-vector; got shape {r_km.shape}.")
+    fig = plt.figure(figsize=(12, 5), constrained_layout=True)
+    ax3 = fig.add_subplot(1, 2, 1, projection="3d")
+    draw_orbit_3d(
+        ax3, r_km, body_radius_km=None if radius_m is None else radius_m * 1e-3, label=key
+    )
+    ax3.set_title(f"{key} ($\\mathcal{{N}}$ frame)")
+    ax = fig.add_subplot(1, 2, 2)
+    norm = np.linalg.norm(r_km, axis=-1)
+    ax.plot(t, (norm - norm[0]) * 1e3, label=f"|{key}| - |{key}(t0)|")
+    ax.set(xlabel=t_label, ylabel="radius change [m]",
+           title=f"|{key}(t0)| = {norm[0]:.3f} km")  # fmt: skip
+    ax.legend(loc="best")
+    ax.grid(alpha=0.3)
+    no_offset(ax)
+    return fig
 
 
 def plot_attitude(sol, *, time_unit: str = "min"):
@@ -88,8 +153,8 @@ def plot_attitude(sol, *, time_unit: str = "min"):
 
     **Arguments:** `sol`: one run of a `Spacecraft`; `time_unit`: unit of the time axis.
 
-    **Returns:** a Figure with 2 axes (3 lines each: x, y, z components; the MRP shadow-set
-    switches show as jumps of `sigma_BN`).
+    **Returns:** a Figure with 2 axes (3 lines each, legend `x`, `y`, `z`: the components; the MRP
+    shadow-set switches show as jumps of `sigma_BN`).
     """
     time_axis(sol, time_unit)
     keys = [_hub_key(sol, key) for key in ("sigma_BN", "omega_BN_B")]
@@ -117,7 +182,7 @@ def plot_wheel_speeds(sol, name: str = "rw", *, rpm: bool = False, time_unit: st
     - `rpm`: plot in revolutions per minute instead of rad/s.
     - `time_unit`: unit of the time axis.
 
-    **Returns:** a Figure with 1 axis, one line per wheel.
+    **Returns:** a Figure with 1 axis, one line per wheel (legend `wheel 1`, `wheel 2`, ...).
     """
     plt = pyplot()
     t, t_label = time_axis(sol, time_unit)
@@ -131,10 +196,18 @@ def plot_wheel_speeds(sol, name: str = "rw", *, rpm: bool = False, time_unit: st
     if rpm:
         omega = omega * 60.0 / (2.0 * np.pi)
     fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
-    for i in range(omega.shape[1]):
-        ax.plot(t, omega[:, i], label=f"{name}[{i}]")
-    ax.set(xlabel=t_label, ylabel="Omega [rpm]" if rpm else "Omega [rad/s]",
-           title=f"wheel speeds ({name})")  # fmt: skip
-    ax.legend(loc="best")
-    ax.grid(alpha=0.3)
+    draw_wheel_speeds(ax, t, omega, rpm=rpm)
+    ax.set(xlabel=t_label, title=f"wheel speeds ({name})")
     return fig
+
+
+def draw_wheel_speeds(ax, t, omega, *, rpm: bool = False):
+    """One line per wheel (`omega`: shape `(n, num_wheels)`, already in the plotted unit), labelled
+    `wheel 1`, `wheel 2`, ... (column `i` of the state is wheel `i + 1`), in a legend; y label with
+    the unit; plain tick labels."""
+    for i in range(omega.shape[1]):
+        ax.plot(t, omega[:, i], label=f"wheel {i + 1}")
+    ax.set(ylabel="Omega [rpm]" if rpm else "Omega [rad/s]")
+    ax.legend(loc="best", ncols=min(omega.shape[1], 4))
+    ax.grid(alpha=0.3)
+    no_offset(ax)

@@ -29,6 +29,8 @@ import numpy as np
 
 
 __all__ = [
+    "component_labels",
+    "no_offset",
     "plot_dispersion",
     "plot_energy_drift",
     "plot_series",
@@ -129,6 +131,23 @@ def _unit(units, key):
     return unit if isinstance(unit, str) else ""
 
 
+def component_labels(k: int) -> list[str]:
+    """Legend labels of the `k` components of a quantity: `x`, `y`, `z` for a 3-vector (frame
+    components), else `[0]`, `[1]`, ..."""
+    return list(_XYZ) if k == 3 else [f"[{i}]" for i in range(k)]
+
+
+def no_offset(*axes) -> None:
+    """Plain tick labels on the linear axes of `axes`: no offset such as "1e-8+6.878e3" above the
+    axis (matplotlib's default for small changes of a large value); log axes are left alone."""
+    for ax in axes:
+        for name in ("x", "y", "z"):
+            axis = getattr(ax, f"{name}axis", None)
+            formatter = axis.get_major_formatter() if axis is not None else None
+            if hasattr(formatter, "set_useOffset"):
+                formatter.set_useOffset(False)
+
+
 def plot_series(sol, keys, *, units=None, time_unit: str = "min"):
     """Saved quantities against time: one axis per key, one line per component.
 
@@ -140,8 +159,8 @@ def plot_series(sol, keys, *, units=None, time_unit: str = "min"):
       `sol.outputs`; None: no units in the labels.
     - `time_unit`: unit of the time axis.
 
-    **Returns:** a Figure with one axis per key (lines labelled `"<key>[i]"`, y label
-    `"<key> [<unit>]"`).
+    **Returns:** a Figure with one axis per key: one line per component, labelled `x`, `y`, `z` for
+    a 3-vector (else `[i]`) in a legend; y label `"<key> [<unit>]"`; plain tick labels (no offset).
     """
     plt = pyplot()
     t, t_label = time_axis(sol, time_unit)
@@ -150,12 +169,13 @@ def plot_series(sol, keys, *, units=None, time_unit: str = "min"):
     fig, axes = plt.subplots(len(keys), 1, figsize=(9, 1.0 + 2.5 * len(keys)), sharex=True,
                              squeeze=False, constrained_layout=True)  # fmt: skip
     for ax, key, value in zip(axes[:, 0], keys, values):
-        for i in range(value.shape[-1]):
-            ax.plot(t, value[:, i], label=f"{key}[{i}]")
+        for i, label in enumerate(component_labels(value.shape[-1])):
+            ax.plot(t, value[:, i], label=label)
         unit = _unit(units, key)
         ax.set(ylabel=f"{key} [{unit}]" if unit else key)
         ax.legend(loc="best", ncols=3)
         ax.grid(alpha=0.3)
+        no_offset(ax)
     axes[-1, 0].set(xlabel=t_label)
     return fig
 
@@ -169,7 +189,8 @@ def plot_trajectory(sol, key: str, *, scale: float = 1.0, unit: str = "", time_u
     - `scale`: factor applied before plotting (e.g. `1e-3` for m -> km); `unit`: its label.
     - `time_unit`: unit of the time axis.
 
-    **Returns:** a Figure with 4 axes; the projections have equal aspect and mark the start.
+    **Returns:** a Figure with 4 axes; the projections have equal aspect, labelled axes and mark
+    the start (legend); the last axis is the norm. Plain tick labels (no offset).
     """
     plt = pyplot()
     t, t_label = time_axis(sol, time_unit)
@@ -186,6 +207,7 @@ def plot_trajectory(sol, key: str, *, scale: float = 1.0, unit: str = "", time_u
     axes[0].legend(loc="best")
     axes[3].plot(t, np.linalg.norm(r, axis=-1))
     axes[3].set(xlabel=t_label, ylabel=f"|{key}|{u}", title=f"|{key}|")
+    no_offset(*axes)
     return fig
 
 
@@ -224,8 +246,9 @@ def plot_energy_drift(sol, keys, *, log: bool = True, time_unit: str = "min"):
         ax.plot(t, drift, label=key)
     if log and positive:  # an all-zero drift (exactly conserved) stays on a linear axis
         ax.set_yscale("log")
-    ax.set(xlabel=t_label, ylabel="relative drift", title="drift from the initial value")
+    ax.set(xlabel=t_label, ylabel="relative drift [-]", title="drift from the initial value")
     ax.legend(loc="best")
+    no_offset(ax)
     ax.grid(alpha=0.3, which="both")
     return fig
 
@@ -314,6 +337,7 @@ def plot_dispersion(
                             label=f"{p:g}-{100 - p:g} %", lw=0)  # fmt: skip
         ax.set_ylabel(f"{ylabel} {labels[i]}".strip())
         ax.grid(alpha=0.3)
+        no_offset(ax)
     axes[0, 0].legend(loc="best", fontsize="small")
     axes[-1, 0].set_xlabel(f"t [{time_unit}]")
     if title:

@@ -234,31 +234,75 @@ def test_import_jaxsim_does_not_import_matplotlib_or_xarray():
 # Plots
 
 
+def _legend_texts(ax):
+    legend = ax.get_legend()
+    return [t.get_text() for t in legend.get_texts()] if legend is not None else []
+
+
 def test_plot_orbit(sol):
+    """The orbit in 3D (km, labelled N axes, the Earth, the start, a legend) and the radius change."""
     fig = plotting.plot_orbit(sol)
     assert isinstance(fig, matplotlib.figure.Figure)
-    axes = fig.get_axes()
-    assert len(axes) == 4
+    ax3, ax = fig.get_axes()
+    assert ax3.name == "3d"
     r_km = np.asarray(sol.outputs["r_CN_N"]) / 1e3
-    for ax, (i, j) in zip(axes[:3], [(0, 1), (0, 2), (1, 2)]):
-        x, y = ax.lines[0].get_data()
-        np.testing.assert_allclose(x, r_km[:, i], rtol=PLOT_RTOL)
-        np.testing.assert_allclose(y, r_km[:, j], rtol=PLOT_RTOL)
-    t, radius = axes[3].lines[0].get_data()
+    x, y, z = ax3.lines[0].get_data_3d()
+    np.testing.assert_allclose(np.stack([x, y, z], axis=-1), r_km, rtol=PLOT_RTOL)
+    assert len(ax3.collections) == 1  # the Earth
+    assert _legend_texts(ax3) == ["Earth", "r_CN_N", "t0"]
+    assert (ax3.get_xlabel(), ax3.get_ylabel(), ax3.get_zlabel()) == (
+        "x_N [km]", "y_N [km]", "z_N [km]",
+    )  # fmt: skip
+    # The Earth's radius fits in the equal-scale box.
+    assert ax3.get_xlim()[1] - ax3.get_xlim()[0] >= 2 * plotting.EARTH_RADIUS / 1e3
+    t, change = ax.lines[0].get_data()
     np.testing.assert_allclose(t, np.asarray(sol.ts) / 60.0, rtol=PLOT_RTOL)
-    np.testing.assert_allclose(radius, np.linalg.norm(r_km, axis=-1), rtol=PLOT_RTOL)
-    # The body-origin position is available too.
-    fig = plotting.plot_orbit(sol, key="r_BN_N")
-    np.testing.assert_allclose(fig.get_axes()[0].lines[0].get_xdata(),
+    radius = np.linalg.norm(r_km, axis=-1)
+    np.testing.assert_allclose(change, (radius - radius[0]) * 1e3, rtol=0, atol=1e-9 * radius[0])
+    assert ax.get_ylabel() == "radius change [m]" and f"{radius[0]:.3f} km" in ax.get_title()
+    # The body-origin position is available too; no body drawn on request.
+    fig = plotting.plot_orbit(sol, key="r_BN_N", body_radius=None)
+    ax3 = fig.get_axes()[0]
+    np.testing.assert_allclose(ax3.lines[0].get_data_3d()[0],
                                np.asarray(sol.outputs["r_BN_N"])[:, 0] / 1e3, rtol=PLOT_RTOL)  # fmt: skip
+    assert len(ax3.collections) == 0 and _legend_texts(ax3) == ["r_BN_N", "t0"]
+    with pytest.raises(ValueError, match="body_radius.*-1"):
+        plotting.plot_orbit(sol, body_radius=-1.0)
+
+
+def test_plots_have_no_offset_tick_labels():
+    """A small change of a large value (a near-circular orbit's radius in km) is labelled without
+    an offset such as "1e-8+6.878e3"."""
+    ts = np.linspace(0.0, 600.0, 61)
+    r = 6878.137e3 + 1e-5 * np.sin(ts / 100.0)
+    s = {"ts": ts, "outputs": {"radius": r}, "ys": {}}
+    fig = js.plotting.plot_series(s, "radius", time_unit="s")
+    fig.canvas.draw()
+    (ax,) = fig.get_axes()
+    assert ax.yaxis.get_major_formatter().offset == 0  # (a power-of-ten multiplier may remain)
+    # matplotlib's default would have drawn an offset: the oracle can fail.
+    plain = plt.figure().add_subplot()
+    plain.plot(ts, r)
+    plain.figure.canvas.draw()
+    assert plain.yaxis.get_major_formatter().offset != 0
+
+
+def test_plot_series_legend_names_components(sol):
+    fig = js.plotting.plot_series(sol, ["omega_BN_B", "massSC"], units=_spacecraft())
+    ax0, ax1 = fig.get_axes()
+    assert _legend_texts(ax0) == ["x", "y", "z"]
+    assert _legend_texts(ax1) == ["[0]"]
+    assert ax0.get_ylabel() == "omega_BN_B [rad/s]" and ax1.get_ylabel() == "massSC [kg]"
 
 
 def test_plot_attitude(sol):
     fig = plotting.plot_attitude(sol, time_unit="s")
     axes = fig.get_axes()
     assert len(axes) == 2
-    for ax, key in zip(axes, ("sigma_BN", "omega_BN_B")):
+    for ax, key, unit in zip(axes, ("sigma_BN", "omega_BN_B"), ("-", "rad/s")):
         assert len(ax.lines) == 3
+        assert _legend_texts(ax) == ["x", "y", "z"]
+        assert ax.get_ylabel() == f"{key} [{unit}]"
         for i, line in enumerate(ax.lines):
             np.testing.assert_array_equal(line.get_xdata(), sol.ts)
             np.testing.assert_array_equal(line.get_ydata(), np.asarray(sol.outputs[key])[:, i])
@@ -278,6 +322,7 @@ def test_plot_energy_drift(sol):
     fig = plotting.plot_energy_drift(sol, keys=keys)
     (ax,) = fig.get_axes()
     assert [line.get_label() for line in ax.lines] == list(keys)
+    assert _legend_texts(ax) == list(keys) and ax.get_ylabel() == "relative drift [-]"
     assert ax.get_yscale() == "log"
     E = np.asarray(sol.outputs["totRotEnergy"])
     np.testing.assert_allclose(ax.lines[1].get_ydata(), np.abs(E - E[0]) / abs(E[0]), rtol=1e-12)
@@ -327,6 +372,8 @@ def test_plot_wheel_speeds():
     fig = plotting.plot_wheel_speeds(s, name="rw")
     (ax,) = fig.get_axes()
     assert len(ax.lines) == 3
+    assert _legend_texts(ax) == ["wheel 1", "wheel 2", "wheel 3"]
+    assert ax.get_ylabel() == "Omega [rad/s]" and ax.get_xlabel() == "t [min]"
     for i, line in enumerate(ax.lines):
         np.testing.assert_allclose(line.get_xdata(), s.ts / 60.0, rtol=PLOT_RTOL)
         np.testing.assert_array_equal(line.get_ydata(), s.ys["rw"]["Omega"][:, i])
