@@ -52,7 +52,14 @@ from .distributions import (
     UnitVector as UnitVector,
     percent as percent,
 )
-from .summary import Summary as Summary, summarize as summarize
+from .summary import (
+    Summary as Summary,
+    campaign_failures as campaign_failures,
+    failure_counts as failure_counts,
+    plot_campaign as plot_campaign,
+    summarize as summarize,
+    summarize_campaign as summarize_campaign,
+)
 
 
 __all__ = [
@@ -68,11 +75,15 @@ __all__ = [
     "Summary",
     "Uniform",
     "UnitVector",
+    "campaign_failures",
+    "failure_counts",
     "load_campaign",
     "member_range",
     "open_campaign",
     "percent",
+    "plot_campaign",
     "run_batch",
     "run_campaign",
     "summarize",
+    "summarize_campaign",
 ]

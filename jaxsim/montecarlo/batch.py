@@ -41,8 +41,10 @@ _RESULT_ITEM = type(dfx.RESULTS.successful)
 # `jaxsim.RESULTS` code (those are >= 0); the cause is in `BatchResult.errors`.
 RAISED = -1
 # What a member raising at run time surfaces as (`eqx.error_if` under `jax.jit`, a failed
-# callback): errors at trace time (a bug in `fn`) are not caught.
+# callback): a JaxRuntimeError, or (raised while dispatching) a ValueError carrying the callback's
+# error. Errors at trace time (a bug in `fn`) are not caught.
 _RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, eqx.EquinoxRuntimeError)
+_RUNTIME_MARKS = ("EquinoxRuntimeError", "CpuCallback error", "INTERNAL: ")
 _CAUSE_CHARS = 500  # longest cause kept per raised member (the first line of the error)
 
 
@@ -417,6 +419,13 @@ def _pad(chunk: np.ndarray, size: int) -> np.ndarray:
     return np.concatenate([chunk, np.full(size - chunk.size, chunk[-1], dtype=chunk.dtype)])
 
 
+def _raised_at_run_time(err: Exception) -> bool:
+    if isinstance(err, _RUNTIME_ERRORS):
+        return True
+    text = str(err)
+    return isinstance(err, ValueError | RuntimeError) and any(m in text for m in _RUNTIME_MARKS)
+
+
 def _cause(err: Exception) -> str:
     """A one-line cause of a run-time error: Equinox's message (`eqx.error_if`, e.g. a solve with
     `throw=True`) when there is one, else the error's first line."""
@@ -459,7 +468,9 @@ def _run_members(program: "_Program", members: np.ndarray, size: int):
     padded = _pad(members, size)
     try:
         return _host_chunk(program.run(padded), members.size), {}
-    except _RUNTIME_ERRORS as err:
+    except Exception as err:
+        if not _raised_at_run_time(err):
+            raise
         if members.size == 1:
             cause = _cause(err)
         else:
@@ -651,7 +662,9 @@ def run_batch(
                     raw = jax.block_until_ready(program.run(_pad(chunk, size)))
                     part = raw if valid == size else jtu.tree_map(lambda x: x[:valid], raw)
                     raised = {}
-                except _RUNTIME_ERRORS:  # isolate the raising members (on the host)
+                except Exception as err:  # isolate the raising members (on the host)
+                    if not _raised_at_run_time(err):
+                        raise
                     part, raised = _run_members(program, chunk, size)
             errors.update(raised)
             _, _, code, finite = part

@@ -1,12 +1,21 @@
-"""Statistics of a batch's outputs over its `ok` members: `Summary` and `summarize`."""
+"""Statistics of a batch's outputs over its `ok` members: `Summary` and `summarize`; the same from
+a campaign's store, chunk by chunk (`summarize_campaign`), its failures (`campaign_failures`,
+`failure_counts`) and dispersion plots (`plot_campaign`)."""
 
 import equinox as eqx
 import numpy as np
 
-from .batch import BatchResult, _flatten
+from .batch import _SEP, BatchResult, _flatten, _unflatten
 
 
-__all__ = ["Summary", "summarize"]
+__all__ = [
+    "Summary",
+    "campaign_failures",
+    "failure_counts",
+    "plot_campaign",
+    "summarize",
+    "summarize_campaign",
+]
 
 
 class Summary(eqx.Module):
@@ -74,3 +83,261 @@ def summarize(
             )
         out[name] = Summary(**stats, n_ok=n_ok, n_failed=int(ok.size) - n_ok)
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# From a campaign's store, chunk by chunk
+# ----------------------------------------------------------------------------------------------
+
+_STORE_BYTES = 2**27  # default memory bound of `summarize_campaign` (128 MiB of float64)
+
+
+def _campaign(directory, where: str):
+    """`(manifest, root, ranges, ok)` of a Zarr campaign: its committed member ranges and their
+    `ok` mask; `None` for a campaign of format 1 (no store)."""
+    from .campaign import _FORMAT_V1, _committed, _manifest_of, _open_store, _ranges
+
+    directory, manifest = _manifest_of(directory, where)
+    if manifest["format"] == _FORMAT_V1:
+        return None
+    n, size = int(manifest["n"]), int(manifest["chunk_size"])
+    root = _open_store(where, directory, None, n)
+    if root is None:
+        raise ValueError(f"{where}: the store of campaign {str(directory)!r} is missing.")
+    ranges = _ranges(sorted(_committed(directory, manifest, where)), size, n)
+    ok = np.concatenate([root["ok"][lo:hi] for lo, hi in ranges] or [np.zeros(0, bool)])
+    return manifest, root, ranges, ok
+
+
+def _rows(arr, ranges, ok, cols=None) -> np.ndarray:
+    """The `ok` rows of `arr` over the committed `ranges` (columns `cols` of axis 1), one Zarr
+    chunk at a time."""
+    parts, start = [], 0
+    for lo, hi in ranges:
+        sel = ok[start : start + hi - lo]
+        start += hi - lo
+        block = arr[lo:hi] if cols is None else arr[lo:hi, cols]
+        parts.append(np.asarray(block)[sel])
+    return np.concatenate(parts, axis=0)
+
+
+def _stats(x: np.ndarray, pct, n_ok: int) -> dict:
+    x = x.astype(float)
+    if n_ok == 0:
+        nan = np.full(x.shape[1:], np.nan)
+        return dict(mean=nan, std=nan, min=nan, max=nan, percentiles={p: nan for p in pct})
+    return dict(
+        mean=x.mean(axis=0),
+        std=x.std(axis=0),
+        min=x.min(axis=0),
+        max=x.max(axis=0),
+        percentiles=dict(zip(pct, np.percentile(x, pct, axis=0))),
+    )
+
+
+def summarize_campaign(
+    directory,
+    percentiles=(5.0, 50.0, 95.0),
+    *,
+    include_params: bool = False,
+    names=None,
+    max_bytes: int = _STORE_BYTES,
+) -> dict[str, Summary]:
+    r"""`summarize` of a campaign on disk, read from its store without loading it.
+
+    Every output is read one Zarr chunk (campaign chunk) at a time, keeping the `ok` members of
+    the committed chunks, over blocks of sample times (its second axis) small enough that a block
+    of all members fits in `max_bytes`: memory stays bounded for any number of members, and the
+    statistics are those of `summarize(load_campaign(directory))` (each time and component is
+    reduced over the members alone).
+
+    **Arguments:**
+
+    - `directory`: a campaign folder written by `run_campaign` (a format-1 `.npz` campaign is
+      loaded and summarized in memory).
+    - `percentiles`, `include_params`: as in `summarize`.
+    - `names`: summarize only these keys (as returned, e.g. `["outputs/omega_BN_B"]`).
+    - `max_bytes`: memory bound of one block of float64 values (default 128 MiB).
+
+    **Returns:** `{path: Summary}` as `summarize`; `n_failed` counts the failed members of the
+    committed chunks.
+
+    !!! example
+
+        ```python
+        stats = mc.summarize_campaign("runs/mc1", percentiles=(1.0, 50.0, 99.0))
+        stats["outputs/omega_BN_B"].percentiles[99.0][-1]       # final time, per axis [rad/s]
+        ```
+    """
+    where = "summarize_campaign"
+    pct = tuple(float(p) for p in np.atleast_1d(percentiles))
+    if any(not 0.0 <= p <= 100.0 for p in pct):
+        raise ValueError(f"{where}: `percentiles` must lie in [0, 100]; got {pct}.")
+    if not isinstance(max_bytes, int | np.integer) or max_bytes < 8:
+        raise ValueError(f"{where}: `max_bytes` must be an integer >= 8; got {max_bytes!r}.")
+    found = _campaign(directory, where)
+    if found is None:
+        from .campaign import load_campaign
+
+        out = summarize(load_campaign(directory), pct, include_params=include_params)
+        return out if names is None else {k: out[k] for k in names if k in out}
+    _, root, ranges, ok = found
+    n_ok, n_failed = int(ok.sum()), int(ok.size - ok.sum())
+    wanted = {}
+    for name in sorted(root.array_keys()):
+        path = root[name].attrs["path"]
+        if path.startswith("outputs" + _SEP):
+            wanted[path[len("outputs") + 1 :]] = name
+        elif path == "outputs":
+            wanted["value"] = name
+        elif include_params and path.startswith("params" + _SEP):
+            wanted[path] = name
+    if names is not None:
+        unknown = [k for k in names if k not in wanted]
+        if unknown:
+            raise ValueError(
+                f"{where}: `names` must be keys of the campaign's outputs {sorted(wanted)}; got "
+                f"{unknown}."
+            )
+        wanted = {k: wanted[k] for k in names}
+    out = {}
+    for key, name in wanted.items():
+        arr = root[name]
+        shape = arr.shape[1:]
+        if len(shape) == 0 or max(n_ok, 1) * 8 * int(np.prod(shape)) <= max_bytes:
+            stats = _stats(_rows(arr, ranges, ok), pct, n_ok)
+        else:
+            per_col = max(n_ok, 1) * 8 * int(np.prod(shape[1:]))
+            step = max(1, max_bytes // per_col)
+            blocks = [
+                _stats(_rows(arr, ranges, ok, slice(t0, t0 + step)), pct, n_ok)
+                for t0 in range(0, shape[0], step)
+            ]
+            cat = lambda xs: np.concatenate(xs, axis=0)
+            stats = {s: cat([b[s] for b in blocks]) for s in ("mean", "std", "min", "max")}
+            stats["percentiles"] = {p: cat([b["percentiles"][p] for b in blocks]) for p in pct}
+        out[key] = Summary(**stats, n_ok=n_ok, n_failed=n_failed)
+    return out
+
+
+def campaign_failures(directory) -> list[tuple[int, str, float | None]]:
+    """The failure table of a campaign on disk: `[(member, cause, t_final)]` of the failed
+    members of its committed chunks (as `BatchResult.failure_table`), reading only the rows of
+    the failed members.
+
+    !!! example
+
+        ```python
+        for member, cause, t in mc.campaign_failures("runs/mc1")[:10]:
+            print(member, cause, t)
+        ```
+    """
+    where = "campaign_failures"
+    found = _campaign(directory, where)
+    if found is None:
+        from .campaign import load_campaign
+
+        return load_campaign(directory).failure_table()
+    manifest, root, ranges, ok = found
+    committed = np.concatenate([np.arange(lo, hi) for lo, hi in ranges] or [np.zeros(0, int)])
+    bad = committed[~ok]
+    if bad.size == 0:
+        return []
+    from .campaign import _committed, _manifest_of
+
+    d, _ = _manifest_of(directory, where)
+    errors = sorted(
+        (int(m), c) for r in _committed(d, manifest, where).values() for m, c in r["errors"].items()
+    )
+    flat = {root[name].attrs["path"]: root[name].oindex[bad] for name in root.array_keys()}
+    failed = BatchResult(
+        members=flat["members"],
+        ok=flat["ok"],
+        result=flat["result"],
+        params=_unflatten(flat, "params"),
+        outputs=_unflatten(flat, "outputs"),
+        n_total=int(manifest["n"]),
+        complete=False,
+        errors=tuple(errors),
+    )
+    return failed.failure_table()
+
+
+def failure_counts(directory) -> dict[str, int]:
+    """`{cause: number of members}` of a campaign on disk, most frequent first."""
+    counts: dict[str, int] = {}
+    for _, cause, _ in campaign_failures(directory):
+        counts[cause] = counts.get(cause, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def plot_campaign(
+    directory,
+    name: str,
+    *,
+    percentiles=(5.0, 25.0),
+    labels=None,
+    ylabel: str = "",
+    title: str = "",
+    max_bytes: int = _STORE_BYTES,
+):
+    """Dispersion plot of one output of a campaign on disk: the median and the bands between the
+    `p`-th and `(100 - p)`-th percentiles over the `ok` members, per sample time, from
+    `summarize_campaign` (memory bounded by `max_bytes`, whatever the number of members).
+
+    **Arguments:**
+
+    - `directory`: the campaign folder.
+    - `name`: the output's key as `summarize_campaign` returns it (e.g. `"outputs/omega_BN_B"`),
+      shape `(time,)` or `(time, k)` per member.
+    - `percentiles`: lower percentiles of the bands, each in `[0, 50)`.
+    - `labels`, `ylabel`, `title`: component names (default `"[i]"`) and axis texts.
+
+    **Returns:** a matplotlib Figure with one axis per component; the time axis is the sample
+    times `ts` of the first committed member [s] (the sample index without a `ts` output).
+    """
+    from ..plotting import pyplot
+
+    where = "plot_campaign"
+    pct = tuple(float(p) for p in np.atleast_1d(percentiles))
+    if any(not 0.0 <= p < 50.0 for p in pct):
+        raise ValueError(f"{where}: `percentiles` must lie in [0, 50); got {pct}.")
+    levels = sorted({*pct, 50.0, *(100.0 - p for p in pct)})
+    stats = summarize_campaign(directory, levels, names=[name], max_bytes=max_bytes)[name]
+    med = np.asarray(stats.percentiles[50.0])
+    if med.ndim not in (1, 2):
+        raise ValueError(
+            f"{where}: `name` must be an output of shape (time,) or (time, k) per member; "
+            f"{name!r} has shape {med.shape}."
+        )
+    med = med.reshape(med.shape[0], -1)
+    k = med.shape[1]
+    labels = [f"[{i}]" for i in range(k)] if labels is None else list(labels)
+    if len(labels) != k:
+        raise ValueError(f"{where}: `labels` needs {k} entries; got {len(labels)}.")
+    t = np.arange(med.shape[0], dtype=float)
+    xlabel = "sample"
+    found = _campaign(directory, where)
+    if found is not None and found[2]:
+        root, (lo, _) = found[1], found[2][0]
+        for ts_name in ("outputs.ts", "outputs.outputs.ts"):
+            if ts_name in root.array_keys() and root[ts_name].shape[1:] == (med.shape[0],):
+                t, xlabel = np.asarray(root[ts_name][lo], dtype=float), "t [s]"
+                break
+    plt = pyplot()
+    fig, axes = plt.subplots(
+        k, 1, figsize=(8, 2.2 + 2.0 * k), sharex=True, squeeze=False, constrained_layout=True
+    )
+    for i, ax in enumerate(axes[:, 0]):
+        ax.plot(t, med[:, i], color="C0", lw=1.8, label="median")
+        for j, p in enumerate(sorted(pct)):
+            lo_ = np.asarray(stats.percentiles[p]).reshape(med.shape)[:, i]
+            hi_ = np.asarray(stats.percentiles[100.0 - p]).reshape(med.shape)[:, i]
+            ax.fill_between(t, lo_, hi_, color="C0", alpha=0.15 + 0.15 * j,
+                            label=f"{p:g}-{100.0 - p:g} %")  # fmt: skip
+        ax.set_ylabel(f"{ylabel} {labels[i]}".strip())
+        ax.grid(True, alpha=0.3)
+    axes[0, 0].legend(loc="best", fontsize="small")
+    axes[0, 0].set_title(title or f"{name}: {stats.n_ok} members ok, {stats.n_failed} failed")
+    axes[-1, 0].set_xlabel(xlabel)
+    return fig
