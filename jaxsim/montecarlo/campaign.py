@@ -66,6 +66,7 @@ _EXTRA = "campaign"  # the optional dependencies: pip install "jaxsim[campaign]"
 # that a refused resume shows their old and new values (larger ones by their sha256 only).
 _CONST_SHOWN = 16
 _DIFF_LINES = 8  # changed lines of the traced program quoted in a refusal
+_ZARR_CHUNK_BYTES = 2**22  # uncompressed Zarr chunk size aimed at along the time axis (4 MiB)
 # Memory addresses printed in a traced program (callbacks, functions) change from run to run.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _TMP = re.compile(r"\.(?P<name>.+)\.tmp-(?P<host>.+)-(?P<pid>\d+)")
@@ -346,6 +347,17 @@ def _fill_value(dtype: str):
     return np.nan if kind in "fc" else (False if kind == "b" else (-1 if dtype == "int64" else 0))
 
 
+def _chunks(shape: list, dtype: str, size: int) -> tuple:
+    """Zarr chunk shape: `size` members, and along the second axis (time) as many samples as fit
+    in `_ZARR_CHUNK_BYTES`, so that a summary reading blocks of sample times decompresses only
+    those (all of the further axes)."""
+    rest = [max(1, s) for s in shape]
+    if not rest:
+        return (size,)
+    per_sample = size * np.dtype(dtype).itemsize * int(np.prod(rest[1:]))
+    return (size, int(min(rest[0], max(1, _ZARR_CHUNK_BYTES // per_sample))), *rest[1:])
+
+
 def _create_store(where: str, path: Path, layout: dict, n: int, size: int) -> None:
     zarr = _require_zarr(where)
     root = zarr.open_group(str(path), mode="w", attributes={"format": _FORMAT})
@@ -353,7 +365,7 @@ def _create_store(where: str, path: Path, layout: dict, n: int, size: int) -> No
         root.create_array(
             name,
             shape=(n, *v["shape"]),
-            chunks=(size, *[max(1, s) for s in v["shape"]]),
+            chunks=_chunks(v["shape"], v["dtype"], size),
             dtype=v["dtype"],
             fill_value=_fill_value(v["dtype"]),
             dimension_names=v["dims"],
@@ -379,9 +391,13 @@ def _open_store(where: str, directory: Path, layout: dict | None, n: int, mode: 
     return root
 
 
-def _chunk_file(directory: Path, name: str, k: int, ndim: int) -> Path:
-    # Zarr 3's default chunk key: c/<k>/0/... (one chunk along the trailing axes).
-    return directory / _STORE / name / "c" / str(k) / Path(*(["0"] * (ndim - 1)))
+def _chunk_file(directory: Path, arr, name: str, k: int) -> Path:
+    """The file of campaign chunk `k` of array `name` (Zarr 3's default chunk key
+    `c/<k>/0/...`), or its folder `c/<k>` when it spans several Zarr chunks along time."""
+    base = directory / _STORE / name / "c" / str(k)
+    if any(c < s for c, s in zip(arr.chunks[1:], arr.shape[1:])):
+        return base
+    return base / Path(*(["0"] * (len(arr.shape) - 1)))
 
 
 def _read_record(path: Path) -> tuple[dict | None, str | None]:
@@ -408,8 +424,8 @@ def _verify(root, layout, directory, k, lo, hi, record) -> str | None:
         isinstance(digests, dict)
     ):
         return f"{_record_path(directory, k)}: record of another chunk or incomplete"
-    for name, v in layout.items():
-        where = _chunk_file(directory, name, k, 1 + len(v["shape"]))
+    for name in layout:
+        where = _chunk_file(directory, root[name], name, k)
         try:
             data = np.asarray(root[name][lo:hi])
         except Exception as err:  # any decoding failure of a damaged file
@@ -446,7 +462,8 @@ def run_campaign(
     process_index: int | None = None,
     process_count: int | None = None,
     config: dict | None = None,
-) -> BatchResult:
+    load: bool = True,
+) -> BatchResult | None:
     r"""Run a Monte Carlo campaign chunk by chunk into `directory`, resumably.
 
     Chunk `k` holds members `k * chunk_size .. min((k + 1) * chunk_size, n) - 1`. Its results go
@@ -482,9 +499,12 @@ def run_campaign(
       common directory; pass `devices=jax.local_devices()` to shard over a host's devices).
     - `config`: JSON-serializable metadata (e.g. a model version) stored in the manifest and
       compared on resume.
+    - `load`: read the campaign back at the end (default); `False` returns `None` instead, for
+      campaigns larger than memory (then use `open_campaign`, `summarize_campaign`).
 
     **Returns:** `load_campaign(directory)`: every committed chunk on disk, from all processes
-    (under `jax.distributed`, after every process finished its chunks).
+    (under `jax.distributed`, after every process finished its chunks); `None` with
+    `load=False`.
 
     **Raises:** `ValueError` if `directory` holds another campaign (listing the differences);
     `ImportError` without the optional extra `jaxsim[campaign]` (xarray, zarr).
@@ -668,7 +688,7 @@ def run_campaign(
         reporter.close()
     if shared:
         _barrier(f"jaxsim.montecarlo.done.{identity[:16]}")
-    return load_campaign(directory)
+    return load_campaign(directory) if load else None
 
 
 # ----------------------------------------------------------------------------------------------

@@ -157,7 +157,8 @@ def summarize_campaign(
       loaded and summarized in memory).
     - `percentiles`, `include_params`: as in `summarize`.
     - `names`: summarize only these keys (as returned, e.g. `["outputs/omega_BN_B"]`).
-    - `max_bytes`: memory bound of one block of float64 values (default 128 MiB).
+    - `max_bytes`: memory bound of one block of float64 values (default 128 MiB; at least one
+      Zarr chunk of sample times is read at once).
 
     **Returns:** `{path: Summary}` as `summarize`; `n_failed` counts the failed members of the
     committed chunks.
@@ -208,7 +209,8 @@ def summarize_campaign(
             stats = _stats(_rows(arr, ranges, ok), pct, n_ok)
         else:
             per_col = max(n_ok, 1) * 8 * int(np.prod(shape[1:]))
-            step = max(1, max_bytes // per_col)
+            # Whole Zarr chunks along time: each block decompresses only its own samples.
+            step = max(arr.chunks[1], max_bytes // per_col // arr.chunks[1] * arr.chunks[1])
             blocks = [
                 _stats(_rows(arr, ranges, ok, slice(t0, t0 + step)), pct, n_ok)
                 for t0 in range(0, shape[0], step)
