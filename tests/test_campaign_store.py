@@ -66,10 +66,21 @@ def test_open_campaign_is_lazy_and_labelled(campaign, tmp_path):
     np.testing.assert_array_equal(x.values, loaded.outputs["outputs"]["x"])
     np.testing.assert_array_equal(ds["ok"].values, res.ok)
     # Dispersion units; an incomplete campaign: committed chunks only.
-    part = mc.run_campaign(oscillator_member, DISP, tmp_path / "p", key=jr.key(1), n=5,
-                           chunk_size=2, max_chunks=2)  # fmt: skip
+    run = lambda **kw: mc.run_campaign(
+        oscillator_member, DISP, tmp_path / "p", key=jr.key(1), n=5, chunk_size=2, **kw
+    )
+    with pytest.raises(ValueError) as err:
+        run(units={"outputs": {"y": "m"}})
+    assert str(err.value).startswith(
+        "run_campaign: `units` must map output keys ['outputs/E', 'outputs/x', 'stats/"
+    )
+    assert str(err.value).endswith("to unit strings; got 'outputs/y': 'm'.")
+    part = run(max_chunks=2, units={"outputs": {"x": "m", "E": "J"}})
     ds = mc.open_campaign(tmp_path / "p")
     assert ds["params.a"].attrs["units"] == "1/s^2" and ds["params.x0"].attrs["units"] == "m"
+    assert ds["outputs.outputs.x"].attrs["units"] == "m"
+    assert ds["outputs.outputs.E"].attrs["units"] == "J"
+    assert "units" not in ds["outputs.ys"].attrs
     np.testing.assert_array_equal(ds["committed"], [True] * 4 + [False])
     np.testing.assert_array_equal(ds["params.a"].values[:4], part.params["a"])
 

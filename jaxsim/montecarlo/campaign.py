@@ -206,6 +206,12 @@ def _fingerprint(fn, source) -> tuple[dict, str]:
     return {"program": h.hexdigest(), "consts": consts, "structure": structure}, text
 
 
+def _outputs_tree(fingerprint: dict) -> dict:
+    """`{key: None}` of the output keys (as `summarize` returns them) of a fingerprint."""
+    start = "outputs" + _SEP
+    return {p[len(start) :]: None for p in fingerprint["structure"] if p.startswith(start)}
+
+
 def _identity(wanted: dict) -> str:
     """The campaign's identity, written into every chunk record: chunks of another campaign (other
     key, dispersions, program, outputs, `n` or `chunk_size`) are never adopted, manifest or not."""
@@ -462,6 +468,7 @@ def run_campaign(
     process_index: int | None = None,
     process_count: int | None = None,
     config: dict | None = None,
+    units: dict | None = None,
     load: bool = True,
 ) -> BatchResult | None:
     r"""Run a Monte Carlo campaign chunk by chunk into `directory`, resumably.
@@ -499,6 +506,10 @@ def run_campaign(
       common directory; pass `devices=jax.local_devices()` to shard over a host's devices).
     - `config`: JSON-serializable metadata (e.g. a model version) stored in the manifest and
       compared on resume.
+    - `units`: units of outputs for the store's `units` attributes, nested like the outputs
+      (e.g. `{"outputs": model.output_units()}` for a `Solution`); keys as `summarize` returns
+      them (`"outputs/omega_BN_B"`). The dispersions' `unit=` and the times (`ts`, `t_final`:
+      s) are recorded without it. Written when the store is created.
     - `load`: read the campaign back at the end (default); `False` returns `None` instead, for
       campaigns larger than memory (then use `open_campaign`, `summarize_campaign`).
 
@@ -564,7 +575,21 @@ def run_campaign(
         "config": config,
     }
     identity = _identity(wanted)
-    layout = _layout(fingerprint["structure"], _units(source))
+    known = _units(source)
+    if units is not None:
+        if not isinstance(units, dict):
+            raise ValueError(
+                f"{where}: `units` must be a (nested) dict of unit strings; got {units!r}."
+            )
+        for key, unit in _flatten(units).items():
+            path = f"outputs{_SEP}{key}"
+            if path not in fingerprint["structure"] or not isinstance(unit, str):
+                raise ValueError(
+                    f"{where}: `units` must map output keys {sorted(_outputs_tree(fingerprint))} "
+                    f"to unit strings; got {key!r}: {unit!r}."
+                )
+            known[path] = unit
+    layout = _layout(fingerprint["structure"], known)
     # Under jax.distributed, every process of the job runs this call: process 0 sets up the
     # folder, the others wait for it (a barrier, not a lock: no other scheduler).
     shared = jax.process_count() > 1 and process_count == jax.process_count()
