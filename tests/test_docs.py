@@ -36,6 +36,25 @@ def test_guides_in_site_nav():
     assert pages and all(page in nav for page in pages), pages
 
 
+@pytest.mark.parametrize("package", ["jaxsim", "effectors"])
+def test_api_reference_lists_every_public_name(package):
+    """Each public class and function the package re-exports has a `::: package.Name` entry in
+    docs/api/ (modules are documented on their own pages)."""
+    import importlib
+    import inspect
+
+    module = importlib.import_module(package)
+    api = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "api").glob("*.md"))
+    names = [
+        name
+        for name, obj in vars(module).items()
+        if not name.startswith("_") and (inspect.isclass(obj) or inspect.isfunction(obj))
+    ]
+    assert names
+    missing = [name for name in names if f"::: {package}.{name}\n" not in api]
+    assert not missing, f"not in docs/api/*.md: {missing}"
+
+
 def _hooks():
     pytest.importorskip("mkdocs")
     spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
