@@ -72,7 +72,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from jaxsim import AbstractClock, AbstractDiscreteModel
-from jaxsim.kinematics import cross3, dot3, mrp_to_dcm, mv3, solve3
+from jaxsim.kinematics import cross3, dot3, inv3, mrp_to_dcm, mtv3, mv3
 from jaxsim.validation import (
     as_array,
     check_inertia,
@@ -104,15 +104,13 @@ def mrp_subtract(sigma_BN, sigma_RN):
     """
     sb = jnp.asarray(sigma_BN)
     sr = jnp.asarray(sigma_RN)
-
-    def det(s):
-        return 1.0 + dot3(s, s) * dot3(sr, sr) + 2.0 * dot3(s, sr)
-
-    sb2 = dot3(sb, sb)
-    near = jnp.abs(det(sb)) < _SUB_MRP_DET_MIN
+    # The dot products of one stage in one reduction each (a kernel per reduction on the CPU).
+    sb2, sr2, sbr = dot3(jnp.stack([sb, sr, sb]), jnp.stack([sb, sr, sr]))
+    near = jnp.abs(1.0 + sb2 * sr2 + 2.0 * sbr) < _SUB_MRP_DET_MIN
     sb = jnp.where(near, -sb / _safe_s2(sb2), sb)
-    num = 2.0 * cross3(sb, sr) + (1.0 - dot3(sr, sr)) * sb - (1.0 - dot3(sb, sb)) * sr
-    q = num / det(sb)
+    sb2, sbr = dot3(jnp.stack([sb, sb]), jnp.stack([sb, sr]))
+    num = 2.0 * cross3(sb, sr) + (1.0 - sr2) * sb - (1.0 - sb2) * sr
+    q = num / (1.0 + sb2 * sr2 + 2.0 * sbr)
     q2 = dot3(q, q)
     return jnp.where(q2 > 1.0, -q / _safe_s2(q2), q)
 
@@ -130,12 +128,12 @@ def attitude_error(sigma_BN, omega_BN_B, sigma_RN, omega_RN_N=None, domega_RN_N=
     dcm_BN = mrp_to_dcm(sigma_BN)
     w_RN_N = jnp.zeros(3) if omega_RN_N is None else jnp.asarray(omega_RN_N)
     dw_RN_N = jnp.zeros(3) if domega_RN_N is None else jnp.asarray(domega_RN_N)
-    omega_RN_B = mv3(dcm_BN, w_RN_N)
+    omega_RN_B, domega_RN_B = mv3(dcm_BN, jnp.stack([w_RN_N, dw_RN_N]))  # one reduction
     return {
         "sigma_BR": mrp_subtract(sigma_BN, sigma_RN),
         "omega_BR_B": jnp.asarray(omega_BN_B) - omega_RN_B,
         "omega_RN_B": omega_RN_B,
-        "domega_RN_B": mv3(dcm_BN, dw_RN_N),
+        "domega_RN_B": domega_RN_B,
     }
 
 
@@ -268,10 +266,11 @@ class MRPFeedback(eqx.Module):
         over = mag > lim
         s = jnp.where(over, s * lim / jnp.where(over, mag, 1.0), s)
         s = jnp.where(on, s, z["int_sigma"])
-        zvec = jnp.where(on, s + mv3(self.I_B, dw), jnp.zeros(3))
+        # The three products with [I] in one reduction (a kernel per reduction on the CPU).
+        I_dw, H, I_ff = mv3(self.I_B, jnp.stack([dw, omega, cross3(omega, w_RN) - dw_RN]))
+        zvec = jnp.where(on, s + I_dw, jnp.zeros(3))
         Ki_z = self.Ki * zvec
         # Total angular momentum about B in B (rigid body plus wheel spin momenta).
-        H = mv3(self.I_B, omega)
         if self.gsHat_B is not None:
             if Omega is None:
                 raise ValueError(
@@ -284,7 +283,7 @@ class MRPFeedback(eqx.Module):
         # Basilisk's internal sum (the torque the body must *not* receive), then negated.
         L = self.K * sigma + self.P * dw + self.P * Ki_z
         L = L - cross3(a, H)
-        L = L + mv3(self.I_B, cross3(omega, w_RN) - dw_RN)
+        L = L + I_ff
         L = L + self.known_torque_B
         z_next = {"int_sigma": s, "prior_time": t}
         return z_next, -L
@@ -301,7 +300,9 @@ class RWMotorTorque(eqx.Module):
     - `available`: (n,) 1 (available) or 0 (unavailable) per wheel (default all 1; may be traced).
 
     `__call__(L_r)` maps the body torque `L_r` (3,) [N m] (the `MRPFeedback` output) to `u_s` (n,) [N m]
-    by the minimum-norm rule of the module docstring.
+    by the minimum-norm rule of the module docstring. `precomputed()` returns the map with its
+    parameter-only matrices ($[CG_s]$, the inverse of the padded $[CG_s][CG_s]^T$) evaluated once
+    (`RWAttitudeFSW.prepare` uses it once per run); the result is the same, bit for bit.
 
     **Assumptions and limitations:** $[CG_s][CG_s]^T$ must be invertible (wheel axes spanning the control
     axes); no torque saturation here.
@@ -310,6 +311,8 @@ class RWMotorTorque(eqx.Module):
     gsHat_B: Float[Array, "n 3"]
     control_axes_B: Float[Array, "m 3"]
     available: Float[Array, " n"]
+    # Set by `precomputed()` only: ([CG_s], inverse of the padded [CG_s][CG_s]^T, enough wheels).
+    matrices: tuple | None
 
     def __init__(self, gsHat_B, control_axes_B=None, available=None):
         c = "RWMotorTorque"
@@ -335,16 +338,28 @@ class RWMotorTorque(eqx.Module):
         if is_concrete(av) and not bool(jnp.all((av == 0.0) | (av == 1.0))):
             fail(c, "available", "must be 0 or 1 per wheel", "-", av)
         self.available = av
+        self.matrices = None
+
+    def _matrices(self):
+        m = self.control_axes_B.shape[0]
+        # Products as broadcast sums (fused loops, no separate `dot` kernels on the CPU).
+        CG = mv3(self.gsHat_B, self.control_axes_B) * self.available[None, :]  # (m, n)
+        # [CG][CG]^T in the top-left block of an identity (Basilisk's padded 3x3 inverse).
+        M_inv = inv3(jnp.eye(3).at[:m, :m].set(mv3(CG, CG)))
+        return CG, M_inv, jnp.sum(self.available) >= m
+
+    def precomputed(self) -> "RWMotorTorque":
+        """This map with its parameter-only matrices evaluated (see the class docstring)."""
+        return eqx.tree_at(
+            lambda s: s.matrices, self, self._matrices(), is_leaf=lambda x: x is None
+        )
 
     def __call__(self, L_r):
         m = self.control_axes_B.shape[0]
+        CG, M_inv, enough = self._matrices() if self.matrices is None else self.matrices
         L_C = mv3(self.control_axes_B, -jnp.asarray(L_r))  # (m,)
-        CG = (self.control_axes_B @ self.gsHat_B.T) * self.available[None, :]  # (m, n)
-        # [CG][CG]^T in the top-left block of an identity (Basilisk's padded 3x3 inverse).
-        M = jnp.eye(3).at[:m, :m].set(CG @ CG.T)
-        v = solve3(M, jnp.zeros(3).at[:m].set(L_C))[:m]
-        u = CG.T @ v
-        enough = jnp.sum(self.available) >= m
+        v = mv3(M_inv, jnp.zeros(3).at[:m].set(L_C))[:m]
+        u = mtv3(CG, v)
         return jnp.where(enough, u, jnp.zeros_like(u)) * self.available
 
 
@@ -462,6 +477,10 @@ class RWAttitudeFSW(AbstractDiscreteModel):
             },
         }
         return z_next, held
+
+    def prepare(self):
+        """The FSW with the torque map's parameter-only matrices evaluated once per run."""
+        return eqx.tree_at(lambda s: s.mapping, self, self.mapping.precomputed())
 
     def init_outputs(self, y0, args):
         if not self.tick_at_t0:

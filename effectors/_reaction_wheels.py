@@ -664,7 +664,10 @@ class ReactionWheels(AbstractStateEffector):
     def derivative(self, x, ctx: HubContext, rDDot_BN_B, omegaDot_BN_B) -> dict:
         a, b, c, _, (_, u_s, tau_f) = self._coefficients(x, ctx)
         Omega = x["Omega"]
-        dx = {"Omega": dot3(a, rDDot_BN_B[None, :]) + dot3(b, omegaDot_BN_B[None, :]) + c}
+        # a . rDDot and b . omegaDot in one reduction (a kernel per reduction on the CPU).
+        acc = jnp.broadcast_to(jnp.stack([rDDot_BN_B, omegaDot_BN_B])[:, None, :], (2,) + a.shape)
+        a_r, b_w = dot3(jnp.stack([a, b]), acc)
+        dx = {"Omega": a_r + b_w + c}
         if self._jitter:
             dx["theta"] = Omega
         if self.stribeck:

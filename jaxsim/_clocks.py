@@ -173,6 +173,18 @@ class AbstractDiscreteModel(eqx.Module):
         """Held outputs before the first tick; None (default) means zeros of `update`'s outputs."""
         return None
 
+    def prepare(self) -> "AbstractDiscreteModel":
+        """This model with what its updates compute from its parameters alone done once per run.
+
+        `simulate` calls it inside the compiled run, before the first tick and outside the step
+        loop, and ticks the returned model: the precomputed values always match the parameters
+        of this call (a sweep or `eqx.tree_at` cannot leave them stale) and gradients flow
+        through them. An update runs under a conditional (only when its clock is due), where the
+        compiler cannot hoist parameter-only work out of the loop itself. The returned model must
+        keep `name`, `clock`, `init_state()` and the outputs' structure. Default: `self`.
+        """
+        return self
+
 
 class DiscreteModel(AbstractDiscreteModel):
     """A discrete model from a plain function.

@@ -154,3 +154,59 @@ def test_hybrid_argument_errors():
         js.simulate(model, model.init_state(), 1.0, dt=0.1, clocks=(c, c))
     with pytest.raises(ValueError, match="clocks"):
         js.simulate(model, model.init_state(), 1.0, dt=0.1, clocks=(3,))
+
+
+class _Prepared(js.AbstractDiscreteModel):
+    """A discrete model whose update reads a value only `prepare()` provides."""
+
+    name: str = eqx.field(static=True)
+    clock: js.Clock
+    gain: jax.Array
+    precomputed: jax.Array | None
+
+    def __init__(self, gain, precomputed=None):
+        self.name, self.clock = "prep", js.Clock(0.1)
+        self.gain, self.precomputed = jnp.asarray(gain), precomputed
+
+    def init_state(self):
+        return {}
+
+    def update(self, t, y, z, args):
+        if self.precomputed is None:
+            raise AssertionError("update ran on a model that was not prepared")
+        return z, {"lag": {"u": self.precomputed}}
+
+    def init_outputs(self, y0, args):
+        return {"lag": {"u": jnp.asarray(0.0)}}
+
+    def prepare(self):
+        return _Prepared(self.gain, 2.0 * self.gain)
+
+
+@pytest.mark.parametrize("solver", [js.RK4(), js.Tsit5()], ids=["grid", "segments"])
+def test_prepare_runs_once_per_run_with_current_parameters(solver):
+    """`prepare()` is what the ticks use, on both clocked paths (the fixed-step grid and the
+    segment loop), and it sees the parameters of each call: a second gain in the same compiled
+    program gives the second value (no stale precomputation)."""
+
+    class Plant(js.AbstractDynamicObject):
+        name: str = eqx.field(static=True, default="lag")
+
+        def init_state(self):
+            return {"x": jnp.asarray(0.0)}
+
+        def drift(self, t, y, args):
+            return {"x": args["lag"]["u"]}  # x' = held input
+
+    model = Plant()
+    kw = dict(dt=0.01) if not solver.adaptive else dict(rtol=1e-10, atol=1e-12)
+
+    @js.jit
+    def final(gain):
+        sol = js.simulate(model, model.init_state(), 1.0, solver=solver, clocks=(_Prepared(gain),),
+                          **kw)  # fmt: skip
+        return sol.ys["x"][-1]
+
+    for gain in (0.5, 1.5):
+        # Zero input over [0, 0.1), then 2 * gain from the first tick on: x(1) = 2 gain * 0.9.
+        np.testing.assert_allclose(float(final(gain)), 2.0 * gain * 0.9, rtol=1e-12)

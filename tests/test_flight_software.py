@@ -174,6 +174,11 @@ def test_rw_motor_torque_min_norm():
     np.testing.assert_allclose(g4.T @ u3, -Lr, atol=TOL_LAW)
     # Fewer available wheels than control axes: Basilisk commands zero.
     assert np.all(np.asarray(fx.RWMotorTorque(g4, available=[1, 0, 0, 1])(Lr)) == 0.0)
+    # The precomputed map (what `RWAttitudeFSW.prepare` ticks with) is the same map, bit for bit.
+    for kw in ({}, {"control_axes_B": C}, {"available": [1, 0, 1, 1]}, {"available": [1, 0, 0, 1]}):
+        mapping = fx.RWMotorTorque(g4, **kw)
+        assert mapping.matrices is None and mapping.precomputed().matrices is not None
+        np.testing.assert_array_equal(mapping.precomputed()(Lr), mapping(Lr))
 
 
 def test_validation():

@@ -81,6 +81,7 @@ def make_grid_plan(plan, n_models, t0, t1, dt, ts, disc_times) -> GridPlan:
 def run_grid(model, models, y0, args, held0, ts, solver, grid, static):
     """The clocked run on the step grid (see the module docstring)."""
     cfg, plan, dt = static.config, static.plan, grid.dt
+    models = tuple(md.prepare() for md in models)  # parameter-only work, once per run
     t0 = jnp.asarray(cfg.t0)
     z0 = {md.name: md.init_state() for md in models}
     # Each model's log is one flat row per tick (its post-tick `z` and held outputs, through a
