@@ -8,9 +8,14 @@ reporting, sharding over devices and resumable campaigns on disk.
    model with the parameters written in) is evaluated by `run_batch` with `jax.vmap` over chunks of
    members, optionally sharded over devices.
 3. **Results**: a `BatchResult` (member indices, `ok` mask, diffrax result codes, parameters,
-   outputs); failed members are reported, not raised. `summarize` gives statistics over the `ok`
-   members; `run_campaign` / `load_campaign` run and read a campaign chunk by chunk on disk,
-   resumably.
+   outputs); failed members are reported, not raised (members raising at run time are isolated:
+   `RAISED`, `BatchResult.errors`). `summarize` gives statistics over the `ok` members.
+4. **Campaigns on disk**: `run_campaign` runs chunk by chunk into a Zarr store (optional extra
+   `jaxsim[campaign]`), resumably, refusing a resume that would mix results (a fingerprint of the
+   member function's traced program), verifying chunk checksums, and under `jax.distributed`
+   across processes; `load_campaign` / `open_campaign` (lazy xarray) read it;
+   `summarize_campaign`, `campaign_failures`, `failure_counts`, `plot_campaign` work from the
+   store chunk by chunk.
 
 ```python
 import jax
@@ -25,8 +30,10 @@ The Monte Carlo guide (`docs/monte_carlo.md`) covers a full example, sharding, m
 campaigns, assumptions and limitations.
 
 Modules: `distributions` (the distribution types), `dispersions` (`Dispersions`), `batch`
-(`run_batch`, `BatchResult`, `member_range`), `campaign` (`run_campaign`, `load_campaign`),
-`summary` (`Summary`, `summarize`); every public name is re-exported here.
+(`run_batch`, `BatchResult`, `member_range`, `RAISED`), `campaign` (`run_campaign`,
+`load_campaign`, `open_campaign`, `CampaignWarning`), `summary` (`Summary`, `summarize`,
+`summarize_campaign`, `campaign_failures`, `failure_counts`, `plot_campaign`); every public name is
+re-exported here.
 """
 
 from .batch import (

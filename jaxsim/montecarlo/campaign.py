@@ -69,6 +69,7 @@ _DIFF_LINES = 8  # changed lines of the traced program quoted in a refusal
 _ZARR_CHUNK_BYTES = 2**22  # uncompressed Zarr chunk size aimed at along the time axis (4 MiB)
 # Memory addresses printed in a traced program (callbacks, functions) change from run to run.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _TMP = re.compile(r"\.(?P<name>.+)\.tmp-(?P<host>.+)-(?P<pid>\d+)")
 
 
@@ -190,7 +191,8 @@ def _fingerprint(fn, source) -> tuple[dict, str]:
         return _normalize(params, []), out, _result_code(results), _finite(out)
 
     closed, shapes = jax.make_jaxpr(member, return_shape=True)(_example(source))
-    text = _ADDRESS.sub("", str(closed.jaxpr))
+    # Without colors (in IPython, str() colors the text), so that a script and a notebook agree.
+    text = _ADDRESS.sub("", _ANSI.sub("", closed.jaxpr.pretty_print(use_color=False)))
     h = hashlib.sha256(text.encode())
     consts = []
     for c in closed.consts:
