@@ -17,6 +17,7 @@ from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "JAXSIM_EXECUTED_NOTEBOOKS"
+_STAGES = []  # staging folders of this process's builds, removed after each build
 
 
 def notebook_sources() -> dict[str, Path]:
@@ -35,6 +36,7 @@ def notebook_sources() -> dict[str, Path]:
 @event_priority(100)
 def on_files(files, config):
     stage = Path(tempfile.mkdtemp(prefix="jaxsim-docs-"))
+    _STAGES.append(stage)
     (stage / "notebooks").mkdir()
     for name, path in notebook_sources().items():
         shutil.copyfile(path, stage / "notebooks" / name)
@@ -47,3 +49,8 @@ def on_files(files, config):
             )
         )
     return files
+
+
+def on_post_build(config):
+    while _STAGES:
+        shutil.rmtree(_STAGES.pop(), ignore_errors=True)
