@@ -110,19 +110,24 @@ def _campaign(directory, where: str):
 
 
 def _rows(arr, ranges, ok, cols=None) -> np.ndarray:
-    """The `ok` rows of `arr` over the committed `ranges` (columns `cols` of axis 1), one Zarr
-    chunk at a time."""
-    parts, start = [], 0
+    """The `ok` rows of `arr` over the committed `ranges` (columns `cols` of axis 1), read one
+    Zarr chunk at a time into one preallocated array."""
+    shape = arr.shape[1:]
+    if cols is not None:
+        shape = (len(range(*cols.indices(shape[0]))), *shape[1:])
+    out = np.empty((int(ok.sum()), *shape), dtype=arr.dtype)
+    start, row = 0, 0
     for lo, hi in ranges:
         sel = ok[start : start + hi - lo]
         start += hi - lo
-        block = arr[lo:hi] if cols is None else arr[lo:hi, cols]
-        parts.append(np.asarray(block)[sel])
-    return np.concatenate(parts, axis=0)
+        block = np.asarray(arr[lo:hi] if cols is None else arr[lo:hi, cols])[sel]
+        out[row : row + block.shape[0]] = block
+        row += block.shape[0]
+    return out
 
 
 def _stats(x: np.ndarray, pct, n_ok: int) -> dict:
-    x = x.astype(float)
+    x = x.astype(float, copy=False)
     if n_ok == 0:
         nan = np.full(x.shape[1:], np.nan)
         return dict(mean=nan, std=nan, min=nan, max=nan, percentiles={p: nan for p in pct})
@@ -157,8 +162,9 @@ def summarize_campaign(
       loaded and summarized in memory).
     - `percentiles`, `include_params`: as in `summarize`.
     - `names`: summarize only these keys (as returned, e.g. `["outputs/omega_BN_B"]`).
-    - `max_bytes`: memory bound of one block of float64 values (default 128 MiB; at least one
-      Zarr chunk of sample times is read at once).
+    - `max_bytes`: size of one block of float64 values (default 128 MiB; at least one sample
+      time of all members); the statistics take about 4 blocks of memory (the block, the sorted
+      copy of the percentiles, the deviations of the standard deviation).
 
     **Returns:** `{path: Summary}` as `summarize`; `n_failed` counts the failed members of the
     committed chunks.
@@ -209,8 +215,9 @@ def summarize_campaign(
             stats = _stats(_rows(arr, ranges, ok), pct, n_ok)
         else:
             per_col = max(n_ok, 1) * 8 * int(np.prod(shape[1:]))
-            # Whole Zarr chunks along time: each block decompresses only its own samples.
-            step = max(arr.chunks[1], max_bytes // per_col // arr.chunks[1] * arr.chunks[1])
+            step, t_chunk = max(1, max_bytes // per_col), arr.chunks[1]
+            if step >= t_chunk:  # whole Zarr chunks along time: each decompressed once
+                step = step // t_chunk * t_chunk
             blocks = [
                 _stats(_rows(arr, ranges, ok, slice(t0, t0 + step)), pct, n_ok)
                 for t0 in range(0, shape[0], step)
