@@ -505,6 +505,8 @@ def test_campaign_validation_errors(tmp_path):
         ("process_count", {"process_count": 0}),
         ("process_index", {"process_index": 2, "process_count": 2}),
         ("config", {"config": {"f": print}}),
+        ("load", {"load": "no"}),
+        ("units", {"units": "m"}),
     ]:
         with pytest.raises(ValueError, match=f"`{arg}"):
             run(**kw)

@@ -410,9 +410,12 @@ def _chunk_file(directory: Path, arr, name: str, k: int) -> Path:
 
 def _read_record(path: Path) -> tuple[dict | None, str | None]:
     try:
-        return json.loads(path.read_text()), None
+        record = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         return None, f"{type(err).__name__}: {err}"
+    if not isinstance(record, dict):
+        return None, f"not a JSON object: {type(record).__name__}"
+    return record, None
 
 
 def _records(directory: Path) -> dict[int, Path]:
@@ -425,12 +428,11 @@ def _records(directory: Path) -> dict[int, Path]:
     return found
 
 
-def _verify(root, layout, directory, k, lo, hi, record) -> str | None:
+def _verify(root, layout, directory, k, lo, hi, record, identity) -> str | None:
     """Why chunk `k` is damaged, naming the file; `None` when its data match its checksums."""
     digests = record.get("sha256")
-    if (record.get("chunk"), record.get("start"), record.get("stop")) != (k, lo, hi) or not (
-        isinstance(digests, dict)
-    ):
+    where = (record.get("campaign"), record.get("chunk"), record.get("start"), record.get("stop"))
+    if where != (identity, k, lo, hi) or not isinstance(digests, dict):
         return f"{_record_path(directory, k)}: record of another chunk or incomplete"
     for name in layout:
         where = _chunk_file(directory, root[name], name, k)
@@ -549,6 +551,12 @@ def run_campaign(
             f"{where}: `process_index` must be an integer in [0, {process_count}); got "
             f"{process_index!r}."
         )
+    if units is not None and not isinstance(units, dict):
+        raise ValueError(
+            f"{where}: `units` must be a (nested) dict of unit strings; got {units!r}."
+        )
+    if not isinstance(load, bool):
+        raise ValueError(f"{where}: `load` must be True or False; got {load!r}.")
     config = {} if config is None else config
     try:
         config = json.loads(json.dumps(config))
@@ -579,10 +587,6 @@ def run_campaign(
     identity = _identity(wanted)
     known = _units(source)
     if units is not None:
-        if not isinstance(units, dict):
-            raise ValueError(
-                f"{where}: `units` must be a (nested) dict of unit strings; got {units!r}."
-            )
         for key, unit in _flatten(units).items():
             path = f"outputs{_SEP}{key}"
             if path not in fingerprint["structure"] or not isinstance(unit, str):
@@ -644,6 +648,11 @@ def run_campaign(
         _barrier(f"jaxsim.montecarlo.setup.{identity[:16]}")
     _clean_tmp(directory)
     root = _open_store(where, directory, layout, source.n, mode="r+")
+    if root is None:
+        raise ValueError(
+            f"{where}: the store {directory / _STORE} is missing or does not match the campaign "
+            "after set-up (another process changed it?); nothing was computed."
+        )
 
     # 3. Verify this process's chunks.
     mine = [k for k in range(n_chunks) if k % process_count == process_index]
@@ -657,7 +666,7 @@ def run_campaign(
         if why is not None:
             why = f"{path}: unreadable record ({why})"
         else:
-            why = _verify(root, layout, directory, k, lo, hi, record)
+            why = _verify(root, layout, directory, k, lo, hi, record, identity)
         if why is None:
             done_chunks[k] = record
             continue
