@@ -412,6 +412,13 @@ def test_campaign_split_over_processes(tmp_path):
     assert both.complete
     for x, y in zip(jax.tree.leaves(both), jax.tree.leaves(alone)):
         np.testing.assert_array_equal(x, y)
+    # A resume with another number of processes: chunks are owned by index, nothing is rewritten.
+    files = [f for f in sorted((tmp_path / "c").rglob("*")) if f.is_file()]
+    before = {f: _stat(f) for f in files}
+    again = run(tmp_path / "c", process_index=2, process_count=3)
+    assert {f: _stat(f) for f in before} == before
+    for x, y in zip(jax.tree.leaves(again), jax.tree.leaves(alone)):
+        np.testing.assert_array_equal(x, y)
 
 
 def test_campaign_configuration_mismatch_refused(tmp_path):
