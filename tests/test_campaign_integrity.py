@@ -245,6 +245,9 @@ def test_member_raising_does_not_abort_its_chunk(tmp_path):
     assert_same(camp, res)
     record = json.loads((tmp_path / "c" / "chunks" / "chunk_000001.json").read_text())
     assert record["errors"] == {"5": MAX_STEPS_CAUSE}
+    # A bug in the member function (at trace time) is raised, not reported per member.
+    with pytest.raises(KeyError, match="nope"):
+        mc.run_batch(lambda p: p["nope"], {"a": np.ones(2)})
 
 
 def test_failure_table_times_without_throw():

@@ -40,11 +40,12 @@ _RESULT_ITEM = type(dfx.RESULTS.successful)
 # `BatchResult.result` of a member whose program raised at run time (e.g. `throw=True`): not a
 # `jaxsim.RESULTS` code (those are >= 0); the cause is in `BatchResult.errors`.
 RAISED = -1
-# What a member raising at run time surfaces as (`eqx.error_if` under `jax.jit`, a failed
-# callback): a JaxRuntimeError, or (raised while dispatching) a ValueError carrying the callback's
-# error. Errors at trace time (a bug in `fn`) are not caught.
-_RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, eqx.EquinoxRuntimeError)
-_RUNTIME_MARKS = ("EquinoxRuntimeError", "CpuCallback error", "INTERNAL: ")
+# What a member raising at run time surfaces as: `eqx.error_if` (a `throw=True` solve, a model's
+# check) and failing host callbacks raise a JaxRuntimeError, or (while dispatching) a ValueError,
+# whose text carries the callback's error. Only those are isolated per member: errors at trace
+# time (a bug in `fn`) and other run-time errors (e.g. out of memory) propagate.
+_RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, ValueError, RuntimeError)
+_RUNTIME_MARKS = ("EquinoxRuntimeError", "CpuCallback error", "GpuCallback error")
 _CAUSE_CHARS = 500  # longest cause kept per raised member (the first line of the error)
 
 
@@ -420,10 +421,9 @@ def _pad(chunk: np.ndarray, size: int) -> np.ndarray:
 
 
 def _raised_at_run_time(err: Exception) -> bool:
-    if isinstance(err, _RUNTIME_ERRORS):
+    if isinstance(err, eqx.EquinoxRuntimeError):
         return True
-    text = str(err)
-    return isinstance(err, ValueError | RuntimeError) and any(m in text for m in _RUNTIME_MARKS)
+    return isinstance(err, _RUNTIME_ERRORS) and any(m in str(err) for m in _RUNTIME_MARKS)
 
 
 def _cause(err: Exception) -> str:
