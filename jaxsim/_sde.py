@@ -76,6 +76,7 @@ def simulate_sde(
     brownian,
     adjoint=None,
     adaptive=False,
+    progress=None,
 ):
     """Validate the SDE request and run the fixed-step or diffrax driver (see module docstring)."""
     from ._simulate import _concrete
@@ -169,6 +170,7 @@ def simulate_sde(
             bool(outputs),
             bool(throw),
             adjoint,
+            progress,
         )
 
     if rtol is not None or atol is not None:
@@ -210,6 +212,7 @@ def simulate_sde(
         outputs=bool(outputs),
         checkpoint=bool(checkpoint),
         throw=bool(throw),
+        progress=progress,
     )
     return _run_sde_fixed(model, y0, args, solver, noise, jnp.asarray(ts), config)
 
@@ -360,6 +363,7 @@ class _SDEConfig:
     outputs: bool
     checkpoint: bool
     throw: bool
+    progress: object = None  # a `jaxsim._progress.Reporter` or None
 
 
 @jaxsim_jit
@@ -379,7 +383,15 @@ def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
     blocked = isinstance(noise, _KeyNoise) and length <= _MAX_BLOCK
     per_segment = (lambda n0, length: noise.block(n0, length, dt)) if blocked else None
     ys, counts = scan_grid(
-        model, y0, config.seg, dt, config.t0, config.checkpoint, advance, per_segment
+        model,
+        y0,
+        config.seg,
+        dt,
+        config.t0,
+        config.checkpoint,
+        advance,
+        per_segment,
+        progress=config.progress,
     )
     ys, result, t_final = check_finite(ts, ys, config.throw, "SDE")
     seg = np.asarray(config.seg)
@@ -412,6 +424,7 @@ def _run_sde_diffrax(
     outputs,
     throw,
     adjoint=None,
+    progress=None,
 ):
     from ._simulate import (
         DiffraxSegments,
@@ -433,6 +446,7 @@ def _run_sde_diffrax(
         stepsize_controller=controller,
         max_steps=max_steps,
         throw=throw,
+        **({} if progress is None else {"progress_meter": progress.meter()}),
     )
     ys = core.states(ts, sol.ys)
     n_drift, n_diffusion = _evaluations_per_step(dsolver)

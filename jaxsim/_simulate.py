@@ -185,6 +185,7 @@ def simulate(
     dtmax=None,
     root_finder=None,
     adjoint=None,
+    progress=False,
 ) -> Solution:
     r"""Propagate `model` from `y0` at `t0` to `t1` and sample it at `ts`.
 
@@ -229,6 +230,11 @@ def simulate(
       `diffrax.ForwardMode()` (forward mode: `jax.jvp`, `jax.jacfwd`, cheaper for a few
       parameters). The fixed-step driver is a plain `lax.scan` and supports both modes as is; there
       `adjoint` is ignored.
+    - `progress`: `True` shows the simulated time reached as a bar on stderr (tqdm when
+      installed, else a text line per tenth of the horizon); a callable `progress(t, t1)` [s]
+      receives each report instead. Reports come after each sample interval and checkpoint block
+      (fixed steps), each segment (clocks, events) or each step (plain diffrax solves); `False`
+      (default) adds nothing to the compiled run (`jaxsim._progress`).
 
     `t0`, `t1`, `dt`, `ts` and `sample_dt` fix the shape of the computation and must be concrete.
     """
@@ -243,7 +249,10 @@ def simulate(
         atol=atol, args=args, key=key, clocks=clocks, events=events,
     )  # fmt: skip
     t0, t1, ts = _sample_times(t0, t1, ts, sample_dt)
+    from ._progress import check_progress, reporter
     from ._route import route
+
+    rep = reporter(check_progress("simulate", progress), t0, t1)
 
     kind = route(
         solver, dt=dt, key=key, dW=dW, clocks=clocks, events=events,
@@ -256,7 +265,7 @@ def simulate(
         return simulate_sde(
             model, y0, t0, t1, ts, dt=dt, solver=solver, args=args, rtol=rtol, atol=atol,
             max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, key=key,
-            dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint, adaptive=kind.adaptive,
+            dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint, adaptive=kind.adaptive, progress=rep,
         )  # fmt: skip
     is_jaxsim, adaptive = kind.native, kind.adaptive
     if adaptive and (rtol is None or atol is None):
@@ -273,7 +282,7 @@ def simulate(
             rtol=rtol, atol=atol, args=args, clocks=clocks, events=events,
             discontinuities=discontinuities, max_events=max_events, max_steps=max_steps,
             dtmax=dtmax, event_tol=event_tol, root_finder=root_finder, outputs=outputs,
-            throw=throw, adjoint=adjoint,
+            throw=throw, adjoint=adjoint, progress=rep,
         )  # fmt: skip
     if adaptive:
         dsolver = solver.to_diffrax() if is_jaxsim else solver
@@ -294,6 +303,7 @@ def simulate(
             tuple(float(b) for b in model.breakpoints()),
             adjoint,
             bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
+            rep,
         )
     if rtol is not None or atol is not None:
         raise ValueError(
@@ -326,6 +336,7 @@ def simulate(
         outputs=bool(outputs),
         checkpoint=bool(checkpoint),
         throw=bool(throw),
+        progress=rep,
     )
     return _run_fixed(model, y0, args, solver, jnp.asarray(ts), config)
 
@@ -361,6 +372,7 @@ class _FixedConfig:
     outputs: bool
     checkpoint: bool
     throw: bool
+    progress: object = None  # a `jaxsim._progress.Reporter` or None
 
 
 def _zeros_counts(model, y0):
@@ -412,6 +424,7 @@ def scan_grid(
     aux0=None,
     before_step=None,
     sampled=None,
+    progress=None,
 ):
     """The fixed-grid stepper: the fixed-step driver's loop, shared by the ODE, SDE and clocked
     (`jaxsim._hybrid._grid`) paths.
@@ -429,6 +442,8 @@ def scan_grid(
     `before_step(n, t, y, aux) -> (aux, inputs)` runs at the start of each step, outside the
     rematerialized step, and `inputs` reach `advance(n, t, y, extra, inputs)`; `sampled(aux)` is
     what of `aux` is recorded at the samples (left limits: before the next step's `before_step`).
+    `progress` (a `jaxsim._progress.Reporter`) receives the time reached after each sample interval
+    and checkpoint block.
 
     **Returns:** `(ys, counts)` at the samples; with `aux0`, `(ys, counts, aux at the samples,
     final aux)`.
@@ -496,8 +511,17 @@ def scan_grid(
                 ),
                 extra,
             )
-            block = jax.checkpoint(lambda c, xs: (steps(c, xs[0], xs[1], size), None))
+
+            def block_steps(c, xs):
+                c = steps(c, xs[0], xs[1], size)
+                if progress is not None:
+                    progress(t0 + c[0] * dt)
+                return c, None
+
+            block = jax.checkpoint(block_steps)
             carry, _ = jax.lax.scan(block, carry, (active, extra), length=num)
+        if progress is not None and blocks is None:
+            progress(t0 + carry[0] * dt)
         return carry, (carry[1], carry[2], pick(carry[3]))
 
     pick = (lambda aux: None) if sampled is None else sampled
@@ -558,7 +582,10 @@ def mark_after(ts, tree, t_final):
 @jaxsim_jit
 def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
     advance = lambda n, t, y, extra, inputs: solver.step(model.drift, t, y, config.dt, args)
-    ys, counts = scan_grid(model, y0, config.seg, config.dt, config.t0, config.checkpoint, advance)
+    ys, counts = scan_grid(
+        model, y0, config.seg, config.dt, config.t0, config.checkpoint, advance,
+        progress=config.progress,
+    )  # fmt: skip
     ys, result, t_final = check_finite(ts, ys, config.throw, "fixed-step")
     n_steps = int(np.sum(config.seg))
     stats = make_stats(n_steps, n_steps * solver.num_stages, jtu.tree_map(lambda c: c[-1], counts))
@@ -586,8 +613,10 @@ def _run_adaptive(
     jump_ts,
     adjoint=None,
     endpoints_only=False,
+    progress=None,
 ):
     core = DiffraxSegments(model, y0, dsolver, adjoint)
+    meter = {} if progress is None else {"progress_meter": progress.meter()}
     controller = dfx.PIDController(
         rtol=rtol, atol=atol, jump_ts=None if not jump_ts else jnp.asarray(jump_ts)
     )
@@ -606,6 +635,7 @@ def _run_adaptive(
         stepsize_controller=controller,
         max_steps=max_steps,
         throw=throw,
+        **meter,
     )
     ys = core.states(ts, sol.ys)
     stats = make_stats(

@@ -35,6 +35,7 @@ class _Config:
     has_y: bool
     stages: int
     fsal: bool
+    progress: object = None  # a `jaxsim._progress.Reporter` or None
 
 
 def collect_discontinuities(model, discontinuities, t0, t1) -> tuple:
@@ -153,6 +154,7 @@ def simulate_hybrid(
     outputs=True,
     throw=True,
     adjoint=None,
+    progress=None,
 ) -> HybridSolution:
     """Entry point used by `simulate` (arguments already validated there, `ts` concrete)."""
     models = tuple(clocks)
@@ -223,6 +225,7 @@ def simulate_hybrid(
         has_y=has_y,
         stages=stages,
         fsal=fsal,
+        progress=progress,
     )
     if grid:
         # Fixed steps, every tick and sample on the grid, no events: the fixed-grid stepper.

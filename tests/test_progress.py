@@ -1,0 +1,130 @@
+"""`simulate(..., progress=...)`: the reported times on every driver, the same solution as without
+progress, nothing added to the compiled run when off, one compilation for repeated calls, and the
+bar or text lines of `progress=True`."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsim as js
+
+
+T1 = 10.0  # [s]
+
+
+class Osc(js.AbstractDynamicObject):
+    """x'' = -x, with an additive noise on v when `sigma` > 0."""
+
+    sigma: float = 0.0
+    name: str = eqx.field(static=True, default="osc")
+
+    def init_state(self):
+        return {"x": jnp.asarray(1.0), "v": jnp.asarray(0.0)}
+
+    def drift(self, t, y, args):
+        return {"x": y["v"], "v": -y["x"]}
+
+    @property
+    def noise_dim(self):
+        return 1
+
+    def diffusion(self, t, y, args):
+        return {"x": jnp.zeros((1,)), "v": jnp.full((1,), self.sigma)}
+
+
+def noop_clock(period):
+    return js.DiscreteModel("c", js.Clock(period), lambda t, y, z, a: (z, {}))
+
+
+CASES = {
+    # driver: keyword arguments of `simulate`
+    "fixed, samples": dict(dt=0.01, sample_dt=1.0),
+    "fixed, one interval in checkpoint blocks": dict(dt=0.01),
+    "fixed, no checkpoint": dict(dt=0.1, sample_dt=2.0, checkpoint=False),
+    "adaptive": dict(solver=js.Tsit5(), rtol=1e-8, atol=1e-10),
+    "SDE fixed": dict(solver=js.EulerMaruyama(), dt=0.01, sample_dt=1.0, key=0),
+    "SDE diffrax": dict(solver=js.ShARK(), dt=0.05, rtol=1e-3, atol=1e-3, key=0),
+    "clocks on the grid": dict(dt=0.01, sample_dt=2.0, clocks=(noop_clock(0.5),)),
+    "clocks, segment loop": dict(solver=js.Tsit5(), rtol=1e-8, atol=1e-10,
+                                 clocks=(noop_clock(2.5),)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_reported_times_and_unchanged_solution(case):
+    kw = CASES[case]
+    model = Osc(0.1 if "SDE" in case else 0.0)
+    seen = []
+    sol = js.simulate(model, model.init_state(), T1, progress=lambda t, t1: seen.append((t, t1)),
+                      **kw)  # fmt: skip
+    jax.effects_barrier()
+    times = np.array([t for t, _ in seen])
+    assert len(seen) >= 2 and {t1 for _, t1 in seen} == {T1}
+    assert np.all(np.diff(times) >= 0) and times[0] > 0.0 and times[-1] == T1
+    ref = js.simulate(model, model.init_state(), T1, **kw)
+    for a, b in zip(jax.tree.leaves(sol.ys), jax.tree.leaves(ref.ys)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_off_adds_nothing_to_the_program():
+    model = Osc()
+
+    def program(progress):
+        return str(jax.make_jaxpr(lambda y: js.simulate(model, y, T1, dt=0.1, progress=progress))(
+            model.init_state()))  # fmt: skip
+
+    assert "debug_callback" not in program(False)
+    assert "debug_callback" in program(lambda t, t1: None)
+
+
+def test_repeated_calls_compile_once():
+    model = Osc()
+    previous = jax.config.jax_log_compiles
+    js.simulate(model, model.init_state(), T1, dt=0.1, progress=True)
+    jax.effects_barrier()
+    compiled = []
+    import logging
+
+    class Catch(logging.Handler):
+        def emit(self, record):
+            if "Compiling" in record.getMessage():
+                compiled.append(record.getMessage())
+
+    handler = Catch()
+    logging.getLogger("jax").addHandler(handler)
+    jax.config.update("jax_log_compiles", True)
+    try:
+        for _ in range(3):
+            js.simulate(model, model.init_state(), T1, dt=0.1, progress=True)
+        jax.effects_barrier()
+    finally:
+        jax.config.update("jax_log_compiles", previous)
+        logging.getLogger("jax").removeHandler(handler)
+    assert compiled == []
+
+
+def test_progress_true_writes_to_stderr(capsys, monkeypatch):
+    import builtins
+
+    model = Osc()
+    real_import = builtins.__import__
+
+    def no_tqdm(name, *args, **kwargs):  # the text fallback, whether or not tqdm is installed
+        if name == "tqdm":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_tqdm)
+    js.simulate(model, model.init_state(), T1 + 1.0, dt=0.1, sample_dt=1.1, progress=True)
+    jax.effects_barrier()
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("simulate:")]
+    # One line per tenth of the horizon: 10 %, 20 %, ..., 100 %.
+    assert len(lines) == 10 and "100 %" in lines[-1] and "t = 11 of 11 s" in lines[-1]
+
+
+def test_bad_progress_refused():
+    model = Osc()
+    with pytest.raises(ValueError, match=r"simulate: `progress` must be a bool or a callable"):
+        js.simulate(model, model.init_state(), T1, dt=0.1, progress="yes")
