@@ -112,6 +112,21 @@ def _unflatten(flat: dict, prefix: str):
     return out
 
 
+def _batch_from_flat(flat: dict, n_total: int, complete: bool, errors=()) -> "BatchResult":
+    """A `BatchResult` from flat named columns (`members`, `ok`, `result`, `params/...`,
+    `outputs/...`), as campaign chunks and stores hold them."""
+    return BatchResult(
+        members=flat["members"],
+        ok=flat["ok"],
+        result=flat["result"],
+        params=_unflatten(flat, "params"),
+        outputs=_unflatten(flat, "outputs"),
+        n_total=int(n_total),
+        complete=bool(complete),
+        errors=tuple(errors),
+    )
+
+
 def _finite(tree):
     ok = jnp.asarray(True)
     for leaf in jtu.tree_leaves(tree):

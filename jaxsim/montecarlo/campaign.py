@@ -39,6 +39,7 @@ import numpy as np
 from .batch import (
     _SEP,
     BatchResult,
+    _batch_from_flat,
     _check_chunk_size,
     _finite,
     _flatten,
@@ -48,7 +49,6 @@ from .batch import (
     _result_code,
     _run_members,
     _setup,
-    _unflatten,
 )
 from .distributions import AbstractDistribution
 
@@ -779,15 +779,7 @@ def _load_v1(directory: Path, manifest: dict) -> BatchResult:
     if not flats:
         return _empty(int(manifest["n"]))
     flat = {name: np.concatenate([f[name] for f in flats], axis=0) for name in flats[0]}
-    return BatchResult(
-        members=flat["members"],
-        ok=flat["ok"],
-        result=flat["result"],
-        params=_unflatten(flat, "params"),
-        outputs=_unflatten(flat, "outputs"),
-        n_total=int(manifest["n"]),
-        complete=len(flats) == int(manifest["n_chunks"]),
-    )
+    return _batch_from_flat(flat, manifest["n"], len(flats) == int(manifest["n_chunks"]))
 
 
 def _empty(n: int) -> BatchResult:
@@ -858,16 +850,7 @@ def load_campaign(directory: str | os.PathLike) -> BatchResult:
                 f"({type(err).__name__}: {err}); run_campaign verifies and recomputes it."
             ) from None
     errors = sorted((int(m), c) for r in records.values() for m, c in r.get("errors", {}).items())
-    return BatchResult(
-        members=flat["members"],
-        ok=flat["ok"],
-        result=flat["result"],
-        params=_unflatten(flat, "params"),
-        outputs=_unflatten(flat, "outputs"),
-        n_total=n,
-        complete=len(records) == int(manifest["n_chunks"]),
-        errors=tuple(errors),
-    )
+    return _batch_from_flat(flat, n, len(records) == int(manifest["n_chunks"]), errors)
 
 
 def open_campaign(directory: str | os.PathLike):

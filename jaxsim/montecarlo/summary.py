@@ -5,7 +5,7 @@ a campaign's store, chunk by chunk (`summarize_campaign`), its failures (`campai
 import equinox as eqx
 import numpy as np
 
-from .batch import _SEP, BatchResult, _flatten, _unflatten
+from .batch import _SEP, BatchResult, _batch_from_flat, _flatten
 
 
 __all__ = [
@@ -259,17 +259,7 @@ def campaign_failures(directory) -> list[tuple[int, str, float | None]]:
         (int(m), c) for r in _committed(d, manifest, where).values() for m, c in r["errors"].items()
     )
     flat = {root[name].attrs["path"]: root[name].oindex[bad] for name in root.array_keys()}
-    failed = BatchResult(
-        members=flat["members"],
-        ok=flat["ok"],
-        result=flat["result"],
-        params=_unflatten(flat, "params"),
-        outputs=_unflatten(flat, "outputs"),
-        n_total=int(manifest["n"]),
-        complete=False,
-        errors=tuple(errors),
-    )
-    return failed.failure_table()
+    return _batch_from_flat(flat, manifest["n"], False, errors).failure_table()
 
 
 def failure_counts(directory) -> dict[str, int]:
