@@ -446,7 +446,7 @@ def _run_sde_diffrax(
         stepsize_controller=controller,
         max_steps=max_steps,
         throw=throw,
-        **({} if progress is None else {"progress_meter": progress.meter()}),
+        progress=progress,
     )
     ys = core.states(ts, sol.ys)
     n_drift, n_diffusion = _evaluations_per_step(dsolver)

@@ -616,7 +616,6 @@ def _run_adaptive(
     progress=None,
 ):
     core = DiffraxSegments(model, y0, dsolver, adjoint)
-    meter = {} if progress is None else {"progress_meter": progress.meter()}
     controller = dfx.PIDController(
         rtol=rtol, atol=atol, jump_ts=None if not jump_ts else jnp.asarray(jump_ts)
     )
@@ -635,7 +634,7 @@ def _run_adaptive(
         stepsize_controller=controller,
         max_steps=max_steps,
         throw=throw,
-        **meter,
+        progress=progress,
     )
     ys = core.states(ts, sol.ys)
     stats = make_stats(
@@ -693,12 +692,14 @@ class DiffraxSegments:
         y, counts = self.model.step_map(t, self.unpack(v))
         return self.pack(y), counts
 
-    def solve(self, t0, t1, dt0, y0, args, **kwargs):
-        """`diffeqsolve` from the pytree `y0`; `sol.ys` stay flat (see `states`)."""
-        adjoint = {} if self.adjoint is None else {"adjoint": self.adjoint}
-        return dfx.diffeqsolve(
-            self.terms, self.solver, t0, t1, dt0, self.pack(y0), args, **kwargs, **adjoint
-        )
+    def solve(self, t0, t1, dt0, y0, args, *, progress=None, **kwargs):
+        """`diffeqsolve` from the pytree `y0`; `sol.ys` stay flat (see `states`). `progress`: a
+        `jaxsim._progress.Reporter` fed by diffrax's progress meter, or None."""
+        if self.adjoint is not None:
+            kwargs["adjoint"] = self.adjoint
+        if progress is not None:
+            kwargs["progress_meter"] = progress.meter()
+        return dfx.diffeqsolve(self.terms, self.solver, t0, t1, dt0, self.pack(y0), args, **kwargs)
 
     def states(self, ts, vs):
         """Saved flat states as pytrees in the step map's canonical form (dense output is in
