@@ -214,6 +214,13 @@ class ReactionWheels(AbstractStateEffector):
       [rad/s], >= 0 (default $10^{-4}$; 0 disables the smoothing); `coulomb_width` $w$ [rad/s], >= 0
       (0: exact sign, Basilisk).
     - `track_work`: add the `motor_work` / `friction_work` states (energy audits).
+
+      The command limits (`u_max`, `u_min`, `P_max`, `Omega_max`) and the friction parameters
+      (`fCoulomb` ... `coulomb_width`) are two groups. A group left entirely unset (`None`) is not part
+      of the model: its fields are `None` and its terms are not evaluated, so an ideal wheel costs no
+      limit or friction work per derivative (about 20% of a closed-loop slew step on the CPU). To
+      sweep, disperse or differentiate a limit or a friction coefficient, set it at construction
+      (e.g. `fCoulomb=0.0`): its group then holds arrays that `eqx.tree_at` can replace.
     - `coupled_form`: `"general"` (default, conservative for $J_t\ne J_g$) or `"basilisk"`.
     - `name`: unique effector name (key of its state).
     """
@@ -231,16 +238,16 @@ class ReactionWheels(AbstractStateEffector):
     Omega: Float[Array, " n"]
     theta: Float[Array, " n"]
     motor_torque: object
-    u_max: Float[Array, " n"]
-    u_min: Float[Array, " n"]
-    P_max: Float[Array, " n"]
-    Omega_max: Float[Array, " n"]
-    fCoulomb: Float[Array, " n"]
-    fStatic: Float[Array, " n"]
-    betaStatic: Float[Array, " n"]
-    cViscous: Float[Array, " n"]
-    omegaLimitCycle: Float[Array, " n"]
-    coulomb_width: Float[Array, " n"]
+    u_max: Float[Array, " n"] | None
+    u_min: Float[Array, " n"] | None
+    P_max: Float[Array, " n"] | None
+    Omega_max: Float[Array, " n"] | None
+    fCoulomb: Float[Array, " n"] | None
+    fStatic: Float[Array, " n"] | None
+    betaStatic: Float[Array, " n"] | None
+    cViscous: Float[Array, " n"] | None
+    omegaLimitCycle: Float[Array, " n"] | None
+    coulomb_width: Float[Array, " n"] | None
     model: str = eqx.field(static=True)
     coupled_form: str = eqx.field(static=True)
     stribeck: bool = eqx.field(static=True)
@@ -394,37 +401,54 @@ class ReactionWheels(AbstractStateEffector):
         else:
             self.motor_torque = _per_wheel("motor_torque", motor_torque, "N m", n, 0.0)
 
-        self.u_max = _limit_disabled(_per_wheel("u_max", u_max, "N m", n, -1.0))
-        self.u_min = _per_wheel("u_min", u_min, "N m", n, 0.0)
-        self.P_max = _limit_disabled(_per_wheel("P_max", P_max, "W", n, -1.0))
-        self.Omega_max = _limit_disabled(_per_wheel("Omega_max", Omega_max, "rad/s", n, -1.0))
-        if is_concrete(self.u_min) and is_concrete(self.u_max):
-            bad = (self.u_max > 0) & (self.u_min > self.u_max)
-            if bool(jnp.any(bad)):
-                fail(_CLS, "u_min", "must be <= `u_max` where both are enabled", "N m", self.u_min)
+        # A group left entirely unset is not part of the model (leaves None, nothing computed).
+        if all(v is None for v in (u_max, u_min, P_max, Omega_max)):
+            self.u_max = self.u_min = self.P_max = self.Omega_max = None
+        else:
+            self.u_max = _limit_disabled(_per_wheel("u_max", u_max, "N m", n, -1.0))
+            self.u_min = _per_wheel("u_min", u_min, "N m", n, 0.0)
+            self.P_max = _limit_disabled(_per_wheel("P_max", P_max, "W", n, -1.0))
+            self.Omega_max = _limit_disabled(_per_wheel("Omega_max", Omega_max, "rad/s", n, -1.0))
+            if is_concrete(self.u_min) and is_concrete(self.u_max):
+                bad = (self.u_max > 0) & (self.u_min > self.u_max)
+                if bool(jnp.any(bad)):
+                    fail(
+                        _CLS,
+                        "u_min",
+                        "must be <= `u_max` where both are enabled",
+                        "N m",
+                        self.u_min,
+                    )
 
-        self.fCoulomb = check_nonnegative(
-            _CLS, "fCoulomb", _per_wheel("fCoulomb", fCoulomb, "N m", n, 0.0), "N m"
-        )
-        self.fStatic = check_nonnegative(
-            _CLS, "fStatic", _per_wheel("fStatic", fStatic, "N m", n, 0.0), "N m"
-        )
-        self.cViscous = check_nonnegative(
-            _CLS, "cViscous", _per_wheel("cViscous", cViscous, "N m s", n, 0.0), "N m s"
-        )
-        self.betaStatic = _limit_disabled(_per_wheel("betaStatic", betaStatic, "rad/s", n, -1.0))
-        self.omegaLimitCycle = check_nonnegative(
-            _CLS,
-            "omegaLimitCycle",
-            _per_wheel("omegaLimitCycle", omegaLimitCycle, "rad/s", n, 1e-4),
-            "rad/s",
-        )
-        self.coulomb_width = check_nonnegative(
-            _CLS,
-            "coulomb_width",
-            _per_wheel("coulomb_width", coulomb_width, "rad/s", n, 0.0),
-            "rad/s",
-        )
+        friction = (fCoulomb, fStatic, cViscous, betaStatic, omegaLimitCycle, coulomb_width)
+        if all(v is None for v in friction):
+            self.fCoulomb = self.fStatic = self.cViscous = None
+            self.betaStatic = self.omegaLimitCycle = self.coulomb_width = None
+        else:
+            self.fCoulomb = check_nonnegative(
+                _CLS, "fCoulomb", _per_wheel("fCoulomb", fCoulomb, "N m", n, 0.0), "N m"
+            )
+            self.fStatic = check_nonnegative(
+                _CLS, "fStatic", _per_wheel("fStatic", fStatic, "N m", n, 0.0), "N m"
+            )
+            self.cViscous = check_nonnegative(
+                _CLS, "cViscous", _per_wheel("cViscous", cViscous, "N m s", n, 0.0), "N m s"
+            )
+            self.betaStatic = _limit_disabled(
+                _per_wheel("betaStatic", betaStatic, "rad/s", n, -1.0)
+            )
+            self.omegaLimitCycle = check_nonnegative(
+                _CLS,
+                "omegaLimitCycle",
+                _per_wheel("omegaLimitCycle", omegaLimitCycle, "rad/s", n, 1e-4),
+                "rad/s",
+            )
+            self.coulomb_width = check_nonnegative(
+                _CLS,
+                "coulomb_width",
+                _per_wheel("coulomb_width", coulomb_width, "rad/s", n, 0.0),
+                "rad/s",
+            )
         if betaStatic is None:
             self.stribeck = False
         elif is_concrete(self.betaStatic):
@@ -506,6 +530,8 @@ class ReactionWheels(AbstractStateEffector):
 
     def limit_torque(self, u, Omega) -> Float[Array, " n"]:
         """Apply the command limits (clip, deadband, power, speed) to torques `u` at speeds `Omega`."""
+        if self.u_max is None:  # no limit configured: nothing to compute
+            return u
         u = jnp.where(self.u_max > 0, jnp.clip(u, -self.u_max, self.u_max), u)
         u = jnp.where(jnp.abs(u) < self.u_min, 0.0, u)
         over_power = (self.P_max > 0) & (jnp.abs(u * Omega) >= self.P_max)
@@ -516,6 +542,8 @@ class ReactionWheels(AbstractStateEffector):
 
     def friction_torque(self, Omega, stribeck=None) -> Float[Array, " n"]:
         r"""Friction torque $\tau_f$ [N m] at speeds `Omega` (Stribeck mode `stribeck`, 0/1, default off)."""
+        if self.fCoulomb is None:  # no friction configured: nothing to compute
+            return jnp.zeros_like(Omega)
         tc, ts, cv = self.fCoulomb, self.fStatic, self.cViscous
         beta_on = self.betaStatic > 0
         beta = _safe(self.betaStatic, beta_on)

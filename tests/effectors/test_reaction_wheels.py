@@ -65,6 +65,9 @@ GRAD_REL_TOL = 1e-6
 FD_REL_STEP = 1e-5
 # Two effectors vs one vectorized effector: only the order of three-term sums differs.
 SPLIT_REL_TOL = 1e-14
+# An unset limit/friction group vs the same group present but disabled by value: the same arithmetic
+# on the states (the disabled terms add exact zeros), up to a different fusion of the compiled step.
+UNSET_GROUP_REL_TOL = 1e-14
 
 RPM = 2.0 * np.pi / 60.0  # [rad/s per rpm]
 
@@ -402,6 +405,17 @@ def boe_model():
     return fx.Spacecraft(hub, state_effectors=(rw,))
 
 
+@pytest.fixture(scope="module")
+def boe_limited():
+    """`boe_model` with the command-limit group present (disabled by value): its limits are arrays
+    that `eqx.tree_at` can set."""
+    rw = fx.ReactionWheels(
+        [0.0, 0.0, 1.0], BOE_JS, Omega=BOE_OMEGA0, Omega_max=-1.0, P_max=-1.0, name="rw"
+    )
+    hub = fx.Hub(5.0, np.diag([2.0, 2.0, BOE_I1 + BOE_JS]))
+    return fx.Spacecraft(hub, state_effectors=(rw,))
+
+
 def _two_phase(sc, u1, T1=5.0, T2=5.0):
     """Torque 0 on [0, T1], then `u1` for T2 s (second phase restarted at t0 = 0: time invariant)."""
     y0 = sc.init_state(omega_BN_B=[0.0, 0.0, BOE_W0])
@@ -488,9 +502,38 @@ def test_command_limits_single_call():
     np.testing.assert_allclose(two.limit_torque(np.array([0.5, 0.5]), np.zeros(2)), [0.5, 0.1])
 
 
-def test_speed_limit_stops_the_wheel(boe_model):
+def test_unset_limit_and_friction_groups_are_not_computed(boe_model, boe_limited):
+    rw = boe_model.state_effectors[0]
+    # Unset groups hold no leaves: nothing to evaluate, nothing a sweep could silently miss.
+    assert rw.u_max is None and rw.P_max is None and rw.fCoulomb is None and rw.betaStatic is None
+    assert boe_limited.state_effectors[0].Omega_max is not None
+    zero_friction = eqx.tree_at(
+        lambda s: s.state_effectors[0],
+        boe_limited,
+        fx.ReactionWheels(
+            [0.0, 0.0, 1.0], BOE_JS, Omega=BOE_OMEGA0, Omega_max=-1.0, fCoulomb=0.0, name="rw"
+        ),
+    )
+    # u Omega stays below no limit, friction coefficients are zero: the three models agree.
+    _, ref = _two_phase(boe_model, BOE_U)
+    for other in (boe_limited, zero_friction):
+        _, s2 = _two_phase(other, BOE_U)
+        for key in ("Omega", "u_s"):
+            np.testing.assert_allclose(
+                s2.outputs["rw"][key], ref.outputs["rw"][key], rtol=UNSET_GROUP_REL_TOL, atol=0
+            )
+        np.testing.assert_allclose(
+            s2.ys["hub"]["omega_BN_B"], ref.ys["hub"]["omega_BN_B"], rtol=UNSET_GROUP_REL_TOL
+        )
+    # A friction coefficient set at construction is a leaf: replacing it changes the run.
+    damped = eqx.tree_at(lambda s: s.state_effectors[0].cViscous, zero_friction, jnp.array([1e-3]))
+    _, s3 = _two_phase(damped, BOE_U)
+    assert float(s3.outputs["rw"]["Omega"][-1, 0]) < float(ref.outputs["rw"]["Omega"][-1, 0])
+
+
+def test_speed_limit_stops_the_wheel(boe_limited):
     Omega_max = 12.0  # [rad/s] reached ~0.7 s after the torque starts
-    sc = eqx.tree_at(lambda s: s.state_effectors[0].Omega_max, boe_model, jnp.array([Omega_max]))
+    sc = eqx.tree_at(lambda s: s.state_effectors[0].Omega_max, boe_limited, jnp.array([Omega_max]))
     s1, s2 = _two_phase(sc, BOE_U)
     Omega = np.asarray(s2.outputs["rw"]["Omega"][:, 0])
     Omega_dot = (BOE_I1 + BOE_JS) * BOE_U / (BOE_I1 * BOE_JS)
@@ -504,9 +547,9 @@ def test_speed_limit_stops_the_wheel(boe_model):
     assert np.max(np.abs(H - H[0])) <= H_DRIFT_TOL * np.linalg.norm(H[0])
 
 
-def test_power_limit_in_simulation(boe_model):
+def test_power_limit_in_simulation(boe_limited):
     P_max = 0.5  # [W] binds at once: u Omega = 2.1 W
-    sc = eqx.tree_at(lambda s: s.state_effectors[0].P_max, boe_model, jnp.array([P_max]))
+    sc = eqx.tree_at(lambda s: s.state_effectors[0].P_max, boe_limited, jnp.array([P_max]))
     _, s2 = _two_phase(sc, BOE_U)
     o = s2.outputs["rw"]
     np.testing.assert_allclose(np.abs(o["power"][:, 0]), P_max, rtol=1e-14)
