@@ -72,7 +72,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from jaxsim import AbstractClock, AbstractDiscreteModel
-from jaxsim.kinematics import cross3, dot3, inv3, mrp_to_dcm, mtv3, mv3
+from jaxsim.kinematics import cross3, dot3, inv3, mv3
 from jaxsim.validation import (
     as_array,
     check_inertia,
@@ -93,6 +93,21 @@ def _safe_s2(s2):
     return jnp.where(s2 > 0, s2, 1.0)
 
 
+def _mrp_subtract(sb, sr, sb2, sr2, sbr):
+    """`mrp_subtract` given the squared norms and the dot product of its arguments (computed once
+    by the caller: one reduction on the CPU for all of them)."""
+    near = jnp.abs(1.0 + sb2 * sr2 + 2.0 * sbr) < _SUB_MRP_DET_MIN
+    # Shadow set of sigma_BN: -sb / sb2, whose squared norm is 1 / sb2 and dot with sr -sbr / sb2.
+    inv = 1.0 / _safe_s2(sb2)
+    sb = jnp.where(near, -sb * inv, sb)
+    sbr = jnp.where(near, -sbr * inv, sbr)
+    sb2 = jnp.where(near, inv, sb2)
+    num = 2.0 * cross3(sb, sr) + (1.0 - sr2) * sb - (1.0 - sb2) * sr
+    q = num / (1.0 + sb2 * sr2 + 2.0 * sbr)
+    q2 = dot3(q, q)
+    return jnp.where(q2 > 1.0, -q / _safe_s2(q2), q)
+
+
 def mrp_subtract(sigma_BN, sigma_RN):
     r"""$\boldsymbol\sigma_{B/R}$ from $\boldsymbol\sigma_{B/N}$ and $\boldsymbol\sigma_{R/N}$ (short set, $|\sigma| \le 1$).
 
@@ -104,15 +119,9 @@ def mrp_subtract(sigma_BN, sigma_RN):
     """
     sb = jnp.asarray(sigma_BN)
     sr = jnp.asarray(sigma_RN)
-    # The dot products of one stage in one reduction each (a kernel per reduction on the CPU).
+    # The dot products in one reduction (a kernel per reduction on the CPU).
     sb2, sr2, sbr = dot3(jnp.stack([sb, sr, sb]), jnp.stack([sb, sr, sr]))
-    near = jnp.abs(1.0 + sb2 * sr2 + 2.0 * sbr) < _SUB_MRP_DET_MIN
-    sb = jnp.where(near, -sb / _safe_s2(sb2), sb)
-    sb2, sbr = dot3(jnp.stack([sb, sb]), jnp.stack([sb, sr]))
-    num = 2.0 * cross3(sb, sr) + (1.0 - sr2) * sb - (1.0 - sb2) * sr
-    q = num / (1.0 + sb2 * sr2 + 2.0 * sbr)
-    q2 = dot3(q, q)
-    return jnp.where(q2 > 1.0, -q / _safe_s2(q2), q)
+    return _mrp_subtract(sb, sr, sb2, sr2, sbr)
 
 
 def attitude_error(sigma_BN, omega_BN_B, sigma_RN, omega_RN_N=None, domega_RN_N=None) -> dict:
@@ -123,14 +132,22 @@ def attitude_error(sigma_BN, omega_BN_B, sigma_RN, omega_RN_N=None, domega_RN_N=
 
     **Returns:** `{"sigma_BR", "omega_BR_B", "omega_RN_B", "domega_RN_B"}` with
     $\boldsymbol\omega_{R/N} = [BN]\,{}^N\boldsymbol\omega_{R/N}$, $\delta\boldsymbol\omega = \boldsymbol\omega_{B/N} - \boldsymbol\omega_{R/N}$,
-    $\dot{\boldsymbol\omega}_{R/N} = [BN]\,{}^N\dot{\boldsymbol\omega}_{R/N}$ (Basilisk's convention).
+    $\dot{\boldsymbol\omega}_{R/N} = [BN]\,{}^N\dot{\boldsymbol\omega}_{R/N}$ (Basilisk's convention). The rotation
+    is applied without forming $[BN]$: $[BN]\mathbf v = \mathbf v + \big(8\,\boldsymbol\sigma\times(\boldsymbol\sigma\times
+    \mathbf v) - 4(1-\sigma^2)\,\boldsymbol\sigma\times\mathbf v\big)/(1+\sigma^2)^2$ (Schaub & Junkins eq. 3.147 applied to
+    $\mathbf v$), so the whole error costs two reductions.
     """
-    dcm_BN = mrp_to_dcm(sigma_BN)
+    sb = jnp.asarray(sigma_BN)
+    sr = jnp.asarray(sigma_RN)
     w_RN_N = jnp.zeros(3) if omega_RN_N is None else jnp.asarray(omega_RN_N)
     dw_RN_N = jnp.zeros(3) if domega_RN_N is None else jnp.asarray(domega_RN_N)
-    omega_RN_B, domega_RN_B = mv3(dcm_BN, jnp.stack([w_RN_N, dw_RN_N]))  # one reduction
+    sb2, sr2, sbr = dot3(jnp.stack([sb, sr, sb]), jnp.stack([sb, sr, sr]))  # one reduction
+    v = jnp.stack([w_RN_N, dw_RN_N])
+    sv = cross3(sb[None, :], v)
+    rot = v + (8.0 * cross3(sb[None, :], sv) - 4.0 * (1.0 - sb2) * sv) / (1.0 + sb2) ** 2
+    omega_RN_B, domega_RN_B = rot[0], rot[1]
     return {
-        "sigma_BR": mrp_subtract(sigma_BN, sigma_RN),
+        "sigma_BR": _mrp_subtract(sb, sr, sb2, sr2, sbr),
         "omega_BR_B": jnp.asarray(omega_BN_B) - omega_RN_B,
         "omega_RN_B": omega_RN_B,
         "domega_RN_B": domega_RN_B,
@@ -197,6 +214,8 @@ class MRPFeedback(eqx.Module):
     known_torque_B: Float[Array, "3"]
     gsHat_B: Float[Array, "n 3"] | None
     Js: Float[Array, " n"] | None
+    # Set by `precomputed()` only: the stacked products' matrix of `_matrices()`.
+    matrices: Float[Array, "3 3 m"] | None
     control_law_type: int = eqx.field(static=True)
 
     def __init__(
@@ -245,6 +264,34 @@ class MRPFeedback(eqx.Module):
         if control_law_type not in (0, 1):
             raise ValueError(f"{c}: `control_law_type` must be 0 or 1; got {control_law_type!r}.")
         self.control_law_type = int(control_law_type)
+        self.matrices = None
+
+    def _matrices(self):
+        r"""The (3, 3, 3 + n) stack $[[I]\,|\,0],\ [[I]\,|\,0],\ [[I] + \sum_i J_i\hat g_i\hat g_i^T\,|\,(J_i\hat g_i)_i]$:
+        applied to $(\deltaoldsymbol\omega, 0)$, $(\mathbf f, 0)$ and $(oldsymbol\omega, oldsymbol\Omega)$ it gives $[I]\deltaoldsymbol\omega$,
+        $[I]\mathbf f$ and the total angular momentum $[I]oldsymbol\omega + \sum_i h_{s,i}\hat{\mathbf g}_{s,i}$ in one
+        reduction (parameters only)."""
+        eye = self.I_B
+        if self.gsHat_B is None:
+            return jnp.stack([eye, eye, eye])
+        g, js = self.gsHat_B, self.Js
+        n = g.shape[0]
+        I_tot = eye + jnp.sum(js[:, None, None] * g[:, :, None] * g[:, None, :], 0)
+        pad = jnp.zeros((3, n))
+        return jnp.stack(
+            [
+                jnp.concatenate([eye, pad], 1),
+                jnp.concatenate([eye, pad], 1),
+                jnp.concatenate([I_tot, (js[:, None] * g).T], 1),
+            ]
+        )
+
+    def precomputed(self) -> "MRPFeedback":
+        """This law with its parameter-only matrix evaluated (`RWAttitudeFSW.prepare` uses it once
+        per run); the result is the same, bit for bit."""
+        return eqx.tree_at(
+            lambda s: s.matrices, self, self._matrices(), is_leaf=lambda x: x is None
+        )
 
     def init_state(self) -> dict:
         """`{"int_sigma": (3,) zeros [N m s], "prior_time": 0 [s]}` (Basilisk's reset)."""
@@ -266,19 +313,27 @@ class MRPFeedback(eqx.Module):
         over = mag > lim
         s = jnp.where(over, s * lim / jnp.where(over, mag, 1.0), s)
         s = jnp.where(on, s, z["int_sigma"])
-        # The three products with [I] in one reduction (a kernel per reduction on the CPU).
-        I_dw, H, I_ff = mv3(self.I_B, jnp.stack([dw, omega, cross3(omega, w_RN) - dw_RN]))
+        if self.gsHat_B is not None and Omega is None:
+            raise ValueError(
+                "MRPFeedback: configured with wheels (`gsHat_B`, `Js`) but called without "
+                "`Omega` (wheel speeds)."
+            )
+        # [I] dw, [I] (omega x w_RN - dw_RN) and the total angular momentum about B in B (rigid
+        # body plus wheel spin momenta h_s = Js (gs . omega + Omega)): one reduction.
+        M = self._matrices() if self.matrices is None else self.matrices
+        n = M.shape[-1] - 3
+        pad = jnp.zeros(n)
+        wheels = pad if self.gsHat_B is None else jnp.asarray(Omega)
+        x = jnp.stack(
+            [
+                jnp.concatenate([dw, pad]),
+                jnp.concatenate([cross3(omega, w_RN) - dw_RN, pad]),
+                jnp.concatenate([omega, wheels]),
+            ]
+        )
+        I_dw, I_ff, H = jnp.sum(M * x[:, None, :], -1)
         zvec = jnp.where(on, s + I_dw, jnp.zeros(3))
         Ki_z = self.Ki * zvec
-        # Total angular momentum about B in B (rigid body plus wheel spin momenta).
-        if self.gsHat_B is not None:
-            if Omega is None:
-                raise ValueError(
-                    "MRPFeedback: configured with wheels (`gsHat_B`, `Js`) but called without "
-                    "`Omega` (wheel speeds)."
-                )
-            h_s = self.Js * (dot3(self.gsHat_B, omega[None, :]) + jnp.asarray(Omega))
-            H = H + jnp.sum(h_s[:, None] * self.gsHat_B, 0)
         a = w_RN + Ki_z if self.control_law_type == 0 else omega
         # Basilisk's internal sum (the torque the body must *not* receive), then negated.
         L = self.K * sigma + self.P * dw + self.P * Ki_z
@@ -300,9 +355,10 @@ class RWMotorTorque(eqx.Module):
     - `available`: (n,) 1 (available) or 0 (unavailable) per wheel (default all 1; may be traced).
 
     `__call__(L_r)` maps the body torque `L_r` (3,) [N m] (the `MRPFeedback` output) to `u_s` (n,) [N m]
-    by the minimum-norm rule of the module docstring. `precomputed()` returns the map with its
-    parameter-only matrices ($[CG_s]$, the inverse of the padded $[CG_s][CG_s]^T$) evaluated once
-    (`RWAttitudeFSW.prepare` uses it once per run); the result is the same, bit for bit.
+    by the minimum-norm rule of the module docstring, folded into one (n, 3) matrix
+    $[Q] = -[CG_s]^T([CG_s][CG_s]^T)^{-1}[C]$ so that a tick costs one product. `precomputed()` returns
+    the map with $[Q]$ evaluated once (`RWAttitudeFSW.prepare` uses it once per run); the result is
+    the same, bit for bit.
 
     **Assumptions and limitations:** $[CG_s][CG_s]^T$ must be invertible (wheel axes spanning the control
     axes); no torque saturation here.
@@ -311,8 +367,8 @@ class RWMotorTorque(eqx.Module):
     gsHat_B: Float[Array, "n 3"]
     control_axes_B: Float[Array, "m 3"]
     available: Float[Array, " n"]
-    # Set by `precomputed()` only: ([CG_s], inverse of the padded [CG_s][CG_s]^T, enough wheels).
-    matrices: tuple | None
+    # Set by `precomputed()` only: the (n, 3) map [Q] of `_matrices()`.
+    matrices: Float[Array, "n 3"] | None
 
     def __init__(self, gsHat_B, control_axes_B=None, available=None):
         c = "RWMotorTorque"
@@ -341,26 +397,27 @@ class RWMotorTorque(eqx.Module):
         self.matrices = None
 
     def _matrices(self):
+        r"""The (n, 3) matrix $[Q]$ with $\mathbf u_s = [Q]\,\mathbf L_r$: $-[CG_s]^T([CG_s][CG_s]^T)^{-1}[C]$,
+        zero rows for unavailable wheels, all zero without enough wheels (parameters only)."""
         m = self.control_axes_B.shape[0]
         # Products as broadcast sums (fused loops, no separate `dot` kernels on the CPU).
         CG = mv3(self.gsHat_B, self.control_axes_B) * self.available[None, :]  # (m, n)
         # [CG][CG]^T in the top-left block of an identity (Basilisk's padded 3x3 inverse).
-        M_inv = inv3(jnp.eye(3).at[:m, :m].set(mv3(CG, CG)))
-        return CG, M_inv, jnp.sum(self.available) >= m
+        M_inv = inv3(jnp.eye(3).at[:m, :m].set(mv3(CG, CG)))[:m, :m]
+        MC = jnp.sum(M_inv[:, :, None] * self.control_axes_B[None, :, :], 1)  # (m, 3)
+        Q = -jnp.sum(CG[:, :, None] * MC[:, None, :], 0)  # (n, 3)
+        enough = jnp.sum(self.available) >= m
+        return jnp.where(enough, Q, jnp.zeros_like(Q)) * self.available[:, None]
 
     def precomputed(self) -> "RWMotorTorque":
-        """This map with its parameter-only matrices evaluated (see the class docstring)."""
+        """This map with its parameter-only matrix evaluated (see the class docstring)."""
         return eqx.tree_at(
             lambda s: s.matrices, self, self._matrices(), is_leaf=lambda x: x is None
         )
 
     def __call__(self, L_r):
-        m = self.control_axes_B.shape[0]
-        CG, M_inv, enough = self._matrices() if self.matrices is None else self.matrices
-        L_C = mv3(self.control_axes_B, -jnp.asarray(L_r))  # (m,)
-        v = mv3(M_inv, jnp.zeros(3).at[:m].set(L_C))[:m]
-        u = mtv3(CG, v)
-        return jnp.where(enough, u, jnp.zeros_like(u)) * self.available
+        Q = self._matrices() if self.matrices is None else self.matrices
+        return jnp.sum(Q * jnp.asarray(L_r)[None, :], -1)  # one reduction per tick
 
 
 class RWAttitudeFSW(AbstractDiscreteModel):
@@ -479,8 +536,13 @@ class RWAttitudeFSW(AbstractDiscreteModel):
         return z_next, held
 
     def prepare(self):
-        """The FSW with the torque map's parameter-only matrices evaluated once per run."""
-        return eqx.tree_at(lambda s: s.mapping, self, self.mapping.precomputed())
+        """The FSW with the control law's and the torque map's parameter-only matrices evaluated
+        once per run."""
+        return eqx.tree_at(
+            lambda s: (s.control, s.mapping),
+            self,
+            (self.control.precomputed(), self.mapping.precomputed()),
+        )
 
     def init_outputs(self, y0, args):
         if not self.tick_at_t0:
