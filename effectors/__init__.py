@@ -6,6 +6,7 @@ back-substitution) and dynamic effectors (external loads), in gravity fields.
 Submodules imported on their own: `effectors.scenarios` (benchmark spacecraft), `effectors.plotting`
 and `effectors.animation` (spacecraft plots and drawing, on the engine's generic ones),
 `effectors.examples` (optimization examples) and `effectors.demo` (`python -m effectors.demo`).
+`write_vizard` / `read_vizard` (module `effectors.vizard`) export a run to Basilisk's Vizard viewer.
 """
 
 import jaxsim as _jaxsim  # noqa: F401  (enables float64 before any array is built)
@@ -50,3 +51,4 @@ from ._types import (
     HubContext as HubContext,
     MassProps as MassProps,
 )
+from .vizard import read_vizard as read_vizard, write_vizard as write_vizard
