@@ -36,7 +36,9 @@ are not written are unknown to this schema, and `read_vizard` keeps them as unkn
   `u_s`) [N m], `spinAxisVector` $\hat{\mathbf g}_s$ and `position` $\mathbf r_{W/B}$ [m] in $\mathcal B$,
   `maxSpeed` / `maxTorque` [rad/s], [N m] (-1 when unlimited, Basilisk's convention);
 - the first message only: `epoch` (the calendar date of $t = 0$), and `settings` with the RW panel
-  and HUD switched on for spacecraft with wheels and a box model per panel (below).
+  and HUD switched on for spacecraft with wheels, a box model per panel (below), and -1 ("Vizard's
+  default", as Basilisk sends them) for the ambient light, spacecraft shadow brightness and size
+  multipliers, whose protobuf default 0 would mean no light and zero size.
 
 **Hinged panels.** Vizard has no hinge or panel-angle field. A panel is shown the way Basilisk's
 `vizSupport` shows one: as an extra `Spacecraft` entry whose `parentSpacecraftName` is the hub's
@@ -93,6 +95,16 @@ _DEFAULT_PANEL_EDGE = 1.0
 # Default panel thickness as a fraction of the smaller of its length and width.
 _THICKNESS_FRACTION = 0.05
 _ON = 1  # Vizard's tri-state switches: 0 = Vizard default, -1 = off, 1 = on
+# Settings whose protobuf default 0 is a value (no light, zero size), not "Vizard's default": sent
+# as -1 (Vizard's default), as Basilisk's `vizInterface` does with its default settings.
+_VIZ_DEFAULT = -1.0
+_DEFAULTED_SETTINGS = (
+    "ambient",
+    "spacecraftShadowBrightness",
+    "spacecraftSizeMultiplier",
+    "celestialBodyHelioViewSizeMultiplier",
+    "spacecraftHelioViewSizeMultiplier",
+)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -156,8 +168,13 @@ _FIELDS = {
         ("scale", 5, _DOUBLE, True, None),
     ],
     "VizSettingsPb": [
+        ("ambient", 1, _DOUBLE, False, None),
         ("actuatorSettings", 10, _MESSAGE, True, "ActuatorSettings"),
         ("customModels", 12, _MESSAGE, True, "CustomModel"),
+        ("spacecraftShadowBrightness", 35, _DOUBLE, False, None),
+        ("spacecraftSizeMultiplier", 36, _DOUBLE, False, None),
+        ("celestialBodyHelioViewSizeMultiplier", 47, _DOUBLE, False, None),
+        ("spacecraftHelioViewSizeMultiplier", 49, _DOUBLE, False, None),
     ],
 }
 _TOP_FIELDS = [
@@ -572,7 +589,7 @@ def write_vizard(
         zeros = np.zeros((n, 3))
         body_rows.append((central_body, zeros, zeros, np.tile(np.eye(3).ravel(), (n, 1)), 0, 0))
 
-    settings = cls.VizSettingsPb()
+    settings = cls.VizSettingsPb(**dict.fromkeys(_DEFAULTED_SETTINGS, _VIZ_DEFAULT))
     for entry in craft:
         if show_wheels and entry["wheels"]:
             settings.actuatorSettings.add(

@@ -425,7 +425,7 @@ def test_wire_format_field_numbers(run, written):
 # (c) Basilisk's vizInterface, fed the same states
 
 
-def _basilisk_file(path, sc, sol):
+def _basilisk_file(path, sc, sol, panel_sizes):
     """Basilisk writes the save file itself: stand-alone messages carry our samples into its
     `vizInterface`, stepped at the sample times (it writes nothing at t = 0)."""
     from Basilisk.architecture import messaging
@@ -454,6 +454,18 @@ def _basilisk_file(path, sc, sol):
     info.radEquator, info.radiusRatio = float(earth.radius), 1.0
     viz.gravBodyInformation = vizInterface.GravBodyInfoVector([info])
     viz.spiceInMsgs = messaging.SpicePlanetStateMsgInMsgsVector([spice_msg.addSubscriber()])
+    # the GUI settings a Basilisk user sets with vizSupport.setActuatorGuiSetting/createCustomModel
+    gui = vizInterface.ActuatorGuiSettings()
+    gui.spacecraftName, gui.viewRWPanel, gui.viewRWHUD = sc.name, 1, 1
+    viz.settings.actuatorGuiSettingsList = vizInterface.ActuatorGuiSettingsConfig([gui])
+    models = []
+    for i, size in enumerate(panel_sizes):
+        cm = vizInterface.CustomModel()
+        cm.modelPath = "CUBE"
+        cm.simBodiesToModify = vizInterface.StringVector([f"{sc.name}_{panels.name}_{i}"])
+        cm.offset, cm.rotation, cm.scale = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], list(size)
+        models.append(cm)
+    viz.settings.customModelList = vizInterface.CustomModelConfig(models)
     viz.saveFile, viz.protoFilename = True, str(path)
     viz.Reset(0)
     out = jax.tree_util.tree_map(np.asarray, sol.outputs)
@@ -494,7 +506,8 @@ def test_matches_basilisk_vizinterface(tmp_path):
     sol = _run(sc)
     ours = fx.read_vizard(fx.write_vizard(tmp_path / "ours.bin", sol, sc))
     theirs_path = tmp_path / "basilisk.bin"
-    _basilisk_file(theirs_path, sc, sol)
+    sizes = [list(c.scale) for c in ours[0].settings.customModels]
+    _basilisk_file(theirs_path, sc, sol, sizes)
     theirs = fx.read_vizard(theirs_path)
     # Basilisk skips t = 0: its frame k-1 is our frame k, at the same frame number and time
     assert len(theirs) == len(ours) - 1 == 4
@@ -507,6 +520,14 @@ def test_matches_basilisk_vizinterface(tmp_path):
     # the wire fields we write in the first message are a subset of Basilisk's first message's
     assert FIRST_FIELDS <= {f for f, _, _ in _fields(_frames(theirs_path.read_bytes())[0])}
     assert ours[0].epoch == theirs[0].epoch
+    # every settings field we send has Basilisk's value (its other settings are its defaults; the
+    # dicts hold the fields of our schema only, Basilisk's others are unknown fields there)
+    from google.protobuf.json_format import MessageToDict
+
+    sent, basilisk = MessageToDict(ours[0].settings), MessageToDict(theirs[0].settings)
+    assert len(sent) == 7
+    for name, value in sent.items():
+        assert basilisk[name] == value, name
 
 
 # --------------------------------------------------------------------------------------------------
