@@ -513,7 +513,7 @@ def write_vizard(
                 "None",
             )
         count = np.shape(sigma)[0]
-        if not isinstance(member, (int, np.integer)) or not -count <= member < count:
+        if not isinstance(member, (int, np.integer)) or not 0 <= member < count:
             _fail("member", f"must be an integer index in [0, {count})", "", repr(member))
         outputs = jax.tree_util.tree_map(lambda a: np.asarray(a)[member], outputs)
         ts = ts[member] if ts.ndim == 2 else ts

@@ -247,6 +247,8 @@ def test_batched_solution_needs_a_member(run, tmp_path):
         fx.write_vizard(tmp_path / "b.bin", batch, sc)
     with pytest.raises(ValueError, match=r"`member` must be an integer index in \[0, 2\)"):
         fx.write_vizard(tmp_path / "b.bin", batch, sc, member=2)
+    with pytest.raises(ValueError, match=r"`member` must be an integer index in \[0, 2\)"):
+        fx.write_vizard(tmp_path / "b.bin", batch, sc, member=-1)
     with pytest.raises(ValueError, match=r"`member` must be None for a single run"):
         fx.write_vizard(tmp_path / "b.bin", sol, sc, member=0)
     one = fx.write_vizard(tmp_path / "one.bin", batch, sc, member=1)
