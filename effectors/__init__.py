@@ -37,6 +37,7 @@ from ._gravity_gradient import GravityGradient as GravityGradient
 from ._hinged_rigid_bodies import HingedRigidBodies as HingedRigidBodies
 from ._hub import Hub as Hub
 from ._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
+from ._mujoco_scene import MuJoCoScene as MuJoCoScene
 from ._reaction_wheels import ReactionWheels as ReactionWheels
 from ._spacecraft import Spacecraft as Spacecraft
 from ._spinning_body import SpinningBodies as SpinningBodies
