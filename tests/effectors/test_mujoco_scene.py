@@ -48,6 +48,9 @@ FD_REL_STEP = 1e-5
 # coordinates (orbit radius 7e6 m), relative to the position norm.
 REL_TOL_ORBIT = 1e-9
 
+# Same RK4 states in two engines (translation of a one-body scene): round-off, relative to |r|.
+REL_TOL_ROUNDOFF = 1e-13
+
 REF_HORIZON_S = 5.0
 
 
@@ -160,6 +163,43 @@ def test_pointmass_orbit_vs_basilisk():
     np.testing.assert_allclose(
         sol.outputs["totOrbEnergy"], ref["totOrbEnergy"][:n], rtol=REL_TOL_ORBIT
     )
+
+
+def test_spherical_harmonics_on_a_scene_body_equals_spacecraft():
+    """J2 gravity on a one-body scene (CoM at the body origin) and on the same hub as a Spacecraft:
+    the translational states are the same RK4 states in both, so they agree to round-off."""
+    spec, ref = load_reference("pointmass_orbit")
+    spec = {**spec, "hub": {**spec["hub"], "r_BcB_B_m": [0.0, 0.0, 0.0]}}
+    j2 = fx.SphericalHarmonicGravity.j2(3.986004415e14, 6378136.3, 1.0826e-3, central=True)
+    scene = fx.MuJoCoScene(hub_mjcf(spec), gravity=j2)
+    sc = fx.Spacecraft(hub_from_spec(spec), gravity=(j2,))
+    a = js.simulate(scene, scene_state(scene, spec, ref), 300.0, dt=1.0, sample_dt=30.0)
+    b = js.simulate(sc, initial_state(sc, spec), 300.0, dt=1.0, sample_dt=30.0)
+    r_a, r_b = a.outputs["bodies"]["r_BN_N"][:, 0], b.outputs["r_BN_N"]
+    assert float(np.max(np.linalg.norm(r_a - r_b, axis=-1))) < REL_TOL_ROUNDOFF * np.linalg.norm(
+        r_b[0]
+    )
+    # J2 matters over 300 s (the point-mass orbit differs by far more than round-off).
+    assert float(np.max(np.abs(r_b[-1] - ref["r_BN_N"][30]))) > 1.0
+
+
+def test_applied_force_on_a_scene_body():
+    """A constant world force through the CoM of a free body: r = r0 + v0 t + F t^2 / (2 m), which
+    RK4 integrates exactly; no rotation."""
+    xml = (
+        '<mujoco><worldbody><body name="b"><freejoint/>'
+        '<inertial pos="0 0 0" mass="4" diaginertia="1 2 3"/></body></worldbody></mujoco>'
+    )
+    scene = fx.MuJoCoScene(xml)
+    F = np.array([0.3, -0.2, 0.1])
+    xfrc = np.zeros((scene.nbody, 6))
+    xfrc[1, :3] = F
+    y0 = scene.init_state(qvel=[1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    sol = js.simulate(scene, y0, 2.0, dt=0.1, sample_dt=1.0, args={"xfrc_applied": xfrc})
+    t = np.asarray(sol.ts)[:, None]
+    expected = np.array([1.0, 0.0, 0.0]) * t + F * t**2 / 8.0
+    np.testing.assert_allclose(sol.outputs["r_CN_N"], expected, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(sol.outputs["bodies"]["omega_BN_B"], 0.0, atol=1e-15)
 
 
 # ---------------------------------------------------------------------------------------------------
