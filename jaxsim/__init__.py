@@ -10,6 +10,11 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from . import _cache
+
+
+_cache.configure()  # the cache folder (`jaxsim._cache`); JAXSIM_CACHE=0 turns it off
+
 from . import (  # plotting/results import matplotlib/xarray only when used
     animation as animation,
     dynamic_object as dynamic_object,
@@ -20,6 +25,7 @@ from . import (  # plotting/results import matplotlib/xarray only when used
     signals as signals,
     validation as validation,
 )
+from ._cache import cache_dir as cache_dir, disable_cache as disable_cache
 from ._clocks import (
     AbstractClock as AbstractClock,
     AbstractDiscreteModel as AbstractDiscreteModel,

@@ -74,6 +74,14 @@ class _Jit:
 
     def __call__(self, *args, **kwargs):
         args, kwargs = _models_as_traced((args, kwargs))
+        if _at_top_level():
+            # A top-level call may run a compiled program from jaxsim's cache folder (a restart
+            # then skips tracing, lowering and compiling: `jaxsim._program_cache`).
+            from . import _program_cache
+
+            out = _program_cache.call(self.__wrapped__, compiler_options(), args, kwargs)
+            if out is not _program_cache.UNCACHED:
+                return out
         return self._pick()(*args, **kwargs)
 
     def lower(self, *args, **kwargs):

@@ -77,8 +77,13 @@ def simulate_sde(
     adjoint=None,
     adaptive=False,
     progress=None,
+    check_on_host=False,
 ):
-    """Validate the SDE request and run the fixed-step or diffrax driver (see module docstring)."""
+    """Validate the SDE request and run the fixed-step or diffrax driver (see module docstring).
+
+    `check_on_host`: `simulate` checks `throw` after the run (`jaxsim._host_checks`).
+    """
+    from ._host_checks import raise_if_failed
     from ._simulate import _concrete
 
     sname = type(solver).__name__
@@ -155,7 +160,7 @@ def simulate_sde(
             if adaptive
             else dfx.ConstantStepSize()
         )
-        return _run_sde_diffrax(
+        sol = _run_sde_diffrax(
             model,
             y0,
             args,
@@ -172,6 +177,7 @@ def simulate_sde(
             adjoint,
             progress,
         )
+        return raise_if_failed(sol, "diffrax") if check_on_host else sol
 
     if rtol is not None or atol is not None:
         raise ValueError(
@@ -214,7 +220,8 @@ def simulate_sde(
         throw=bool(throw),
         progress=progress,
     )
-    return _run_sde_fixed(model, y0, args, solver, noise, jnp.asarray(ts), config)
+    sol = _run_sde_fixed(model, y0, args, solver, noise, jnp.asarray(ts), config)
+    return raise_if_failed(sol, "SDE") if check_on_host else sol
 
 
 # --------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import numpy as np
 from . import _results
 from ._compile import jit as jaxsim_jit
 from ._dynamic_object import AbstractDynamicObject
+from ._host_checks import nonfinite_message, on_host, raise_if_failed
 from ._layout import StateLayout
 from ._results import RESULTS
 from ._solvers import (
@@ -253,6 +254,10 @@ def simulate(
     from ._route import route
 
     rep = reporter(check_progress("simulate", progress), t0, t1)
+    # A top-level call checks `throw` on the host after the run: the program then has no host
+    # callbacks and is cacheable (`jaxsim._host_checks`).
+    host = on_host(throw)
+    throw = bool(throw) and not host
 
     kind = route(
         solver, dt=dt, key=key, dW=dW, clocks=clocks, events=events,
@@ -266,6 +271,7 @@ def simulate(
             model, y0, t0, t1, ts, dt=dt, solver=solver, args=args, rtol=rtol, atol=atol,
             max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, key=key,
             dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint, adaptive=kind.adaptive, progress=rep,
+            check_on_host=host,
         )  # fmt: skip
     is_jaxsim, adaptive = kind.native, kind.adaptive
     if adaptive and (rtol is None or atol is None):
@@ -282,11 +288,11 @@ def simulate(
             rtol=rtol, atol=atol, args=args, clocks=clocks, events=events,
             discontinuities=discontinuities, max_events=max_events, max_steps=max_steps,
             dtmax=dtmax, event_tol=event_tol, root_finder=root_finder, outputs=outputs,
-            throw=throw, adjoint=adjoint, progress=rep,
+            throw=throw, adjoint=adjoint, progress=rep, check_on_host=host,
         )  # fmt: skip
     if adaptive:
         dsolver = solver.to_diffrax() if is_jaxsim else solver
-        return _run_adaptive(
+        sol = _run_adaptive(
             model,
             y0,
             args,
@@ -305,6 +311,7 @@ def simulate(
             bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
             rep,
         )
+        return raise_if_failed(sol, "diffrax") if host else sol
     if rtol is not None or atol is not None:
         raise ValueError(
             f"simulate: `rtol`/`atol` apply to adaptive solvers only; {type(solver).__name__} is "
@@ -338,7 +345,8 @@ def simulate(
         throw=bool(throw),
         progress=rep,
     )
-    return _run_fixed(model, y0, args, solver, jnp.asarray(ts), config)
+    sol = _run_fixed(model, y0, args, solver, jnp.asarray(ts), config)
+    return raise_if_failed(sol, "fixed-step") if host else sol
 
 
 class _DiffraxFixed(AbstractFixedStepSolver):
@@ -558,12 +566,7 @@ def check_finite(ts, ys, throw: bool, what: str):
     t_final = jnp.where(ok, ts[-1], ts[jnp.maximum(n_good - 1, 0)])
     ys = mark_after(ts, ys, jnp.where(n_good == 0, -jnp.inf, t_final))
     if throw:
-        ys = eqx.error_if(
-            ys,
-            ~ok,
-            f"simulate: the state became non-finite (NaN/inf) during the {what} solve; check "
-            "parameters and step size, or pass throw=False to inspect `Solution.result`.",
-        )
+        ys = eqx.error_if(ys, ~ok, nonfinite_message(what))
     return ys, result, t_final
 
 

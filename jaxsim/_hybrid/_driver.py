@@ -11,6 +11,7 @@ import numpy as np
 
 from .._compile import jit as jaxsim_jit
 from .._events import EventLog
+from .._host_checks import HYBRID_CAUSES, SEGMENT_FAILED, hybrid_message
 from .._results import RESULTS
 from .._simulate import DiffraxSegments, Solution, make_stats, mark_after
 from . import _event_rules as rules, _segments as segments
@@ -351,23 +352,10 @@ def _assemble(run, c, n_total):
     # starting coordinates (dense output): bring them to the canonical form of the step map.
     by = jax.vmap(lambda t, y: model.step_map(t, y)[0])(ts, c.samples.y)
     by, bz, bh = (mark_after(ts, b, t_final) for b in (by, c.samples.z, c.samples.held))
-    if cfg.throw:
-        for cause in (
-            RESULTS.too_many_events,
-            RESULTS.nonfinite_state,
-            RESULTS.max_steps_reached,
-            RESULTS.event_location_failed,
-        ):
-            by, t_final = eqx.error_if(
-                (by, t_final),
-                result == cause,
-                RESULTS[cause] + " (pass throw=False to inspect `Solution.result` and `t_final`)",
-            )
-        by, t_final = eqx.error_if(
-            (by, t_final),
-            result != RESULTS.successful,
-            "simulate: a segment solve failed; pass throw=False to inspect `Solution.result`.",
-        )
+    if cfg.throw:  # in the program (under a user's trace); else on the host: `_host_checks`
+        for cause in HYBRID_CAUSES:
+            by, t_final = eqx.error_if((by, t_final), result == cause, hybrid_message(cause))
+        by, t_final = eqx.error_if((by, t_final), result != RESULTS.successful, SEGMENT_FAILED)
     derived = None
     if cfg.outputs:
 
