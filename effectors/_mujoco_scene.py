@@ -326,16 +326,27 @@ class MuJoCoScene(AbstractDynamicObject):
             d = d.replace(act=y["act"])
         cmd = args if isinstance(args, dict) else {}
         if "ctrl" in cmd:
-            d = d.replace(ctrl=jnp.broadcast_to(jnp.asarray(cmd["ctrl"], float), (self.nu,)))
+            d = d.replace(ctrl=self._command(cmd, "ctrl", (self.nu,), "N, N m or model units"))
         xfrc = jnp.zeros((self.nbody, 6))
         if "xfrc_applied" in cmd:
-            xfrc = xfrc + jnp.broadcast_to(jnp.asarray(cmd["xfrc_applied"], float), (self.nbody, 6))
+            xfrc = xfrc + self._command(cmd, "xfrc_applied", (self.nbody, 6), "N, N m")
         if self.gravity:
             # Moving bodies only: the world body (id 0) sits at the origin, the attractor's centre.
             xipos = mjx.kinematics(m, d).xipos[1:]
             g, _ = self._gravity_field(t, xipos)
             xfrc = xfrc.at[1:, :3].add(m.body_mass[1:, None] * g)
         return d.replace(xfrc_applied=xfrc)
+
+    def _command(self, cmd, key, shape, unit):
+        """`cmd[key]` broadcast to `shape`, or a ValueError naming the command (shapes are static)."""
+        value = jnp.asarray(cmd[key], float)
+        try:
+            return jnp.broadcast_to(value, shape)
+        except ValueError:
+            raise ValueError(
+                f"{_CLS} {self.name!r}: command `{key}` [{unit}] must broadcast to shape {shape}; "
+                f"got shape {value.shape}."
+            ) from None
 
     def _gravity_field(self, t, r_N):
         """Gravity `(g_N, U)` [m/s^2, J/kg] at each row of `r_N` (relative to the origin)."""

@@ -350,6 +350,79 @@ def test_event_on_hinge_angle():
     assert ref["panel1_theta"][k] > 0 > ref["panel1_theta"][k + 1]
 
 
+def test_thruster_at_a_site():
+    """A MuJoCo actuator on a site (a thruster along the site z axis, here body x) off the CoM:
+    linear acceleration F/m, angular acceleration I^-1 (r x F), from rest at identity attitude."""
+    xml = (
+        '<mujoco><worldbody><body name="b"><freejoint/>'
+        '<inertial pos="0 0 0" mass="10" diaginertia="1 2 3"/>'
+        '<site name="nozzle" pos="0.5 0.2 0" zaxis="1 0 0"/></body></worldbody>'
+        '<actuator><general name="thr" site="nozzle" gear="0 0 1 0 0 0"/></actuator></mujoco>'
+    )
+    scene = fx.MuJoCoScene(xml)
+    u = 2.0  # [N]
+    dy = eqx.filter_jit(scene.drift)(0.0, scene.init_state(), {"ctrl": jnp.array([u])})
+    F = np.array([u, 0.0, 0.0])
+    tau = np.cross([0.5, 0.2, 0.0], F)
+    np.testing.assert_allclose(
+        dy["qvel"], np.concatenate([F / 10.0, tau / [1.0, 2.0, 3.0]]), atol=1e-14
+    )
+    with pytest.raises(ValueError, match="command `ctrl`.*broadcast to shape \\(1,\\)"):
+        scene.drift(0.0, scene.init_state(), {"ctrl": jnp.zeros(3)})
+
+
+def test_actuator_activation_state():
+    """A first-order filtered motor (`dyntype="filter"`, tau = 0.5 s) on a hinge of inertia J: the
+    scene carries `act`; act = u (1 - exp(-t/tau)) and the hinge rate integrates act / J."""
+    xml = (
+        '<mujoco><worldbody><body name="rotor"><joint name="h" type="hinge" axis="0 0 1"/>'
+        '<inertial pos="0 0 0" mass="1" diaginertia="1 1 2"/></body></worldbody>'
+        '<actuator><general name="m" joint="h" dyntype="filter" dynprm="0.5"/></actuator></mujoco>'
+    )
+    scene = fx.MuJoCoScene(xml)
+    y0 = scene.init_state()
+    assert set(y0) == {"qpos", "qvel", "act"}
+    sol = js.simulate(scene, y0, 2.0, dt=0.01, sample_dt=0.5, args={"ctrl": jnp.array([1.0])})
+    t = np.asarray(sol.ts)
+    act = 1.0 - np.exp(-t / 0.5)
+    np.testing.assert_allclose(sol.ys["act"][:, 0], act, rtol=0, atol=TOL_ADAPTIVE)
+    np.testing.assert_allclose(
+        sol.ys["qvel"][:, 0], (t - 0.5 * act) / 2.0, rtol=0, atol=TOL_ADAPTIVE
+    )
+
+
+class _OUNoise(js.AbstractDynamicObject):
+    """dx = -x dt + dW: a noisy neighbour for the scene in a System."""
+
+    name: str = eqx.field(static=True, default="noise")
+
+    def init_state(self):
+        return jnp.zeros(1)
+
+    def drift(self, t, y, args):
+        return -y
+
+    @property
+    def noise_dim(self):
+        return 1
+
+    def diffusion(self, t, y, args):
+        return jnp.ones((1, 1))
+
+
+def test_sde_solver_with_a_scene_in_a_system():
+    """Euler-Maruyama on System([scene, OU noise]): the scene (no noise, no coupling) follows the
+    plain Euler solution to round-off; the noise state moves."""
+    spec, ref, scene, y0 = _panels()
+    system = js.System([scene, _OUNoise()])
+    ys0 = system.init_state({"scene": y0})
+    sde = js.simulate(system, ys0, 0.5, solver=js.EulerMaruyama(), dt=0.01, sample_dt=0.5,
+                      key=jax.random.key(0))  # fmt: skip
+    ode = js.simulate(scene, y0, 0.5, solver=js.Euler(), dt=0.01, sample_dt=0.5)
+    np.testing.assert_allclose(sde.ys["scene"]["qvel"], ode.ys["qvel"], rtol=0, atol=TOL_SAME)
+    assert float(jnp.abs(sde.ys["noise"][-1, 0])) > 0.0
+
+
 # ---------------------------------------------------------------------------------------------------
 # Transformations
 
