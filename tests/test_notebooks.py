@@ -36,6 +36,13 @@ pytestmark = [
 ]
 
 
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
 def test_notebooks_found():
     assert NOTEBOOKS, f"no notebooks in {NOTEBOOKS_DIR}"
 
@@ -47,6 +54,12 @@ def test_notebook_executes(path):
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
+    # A notebook that needs an optional extra lists its modules in metadata["jaxsim"]["requires"].
+    needs = [m for m in nb.metadata.get("jaxsim", {}).get("requires", []) if not _importable(m)]
+    if needs:
+        pytest.skip(
+            f"{path.name} needs {needs} (an optional extra, e.g. pip install 'jaxsim[mujoco]')"
+        )
     client = NotebookClient(
         nb,
         timeout=NOTEBOOK_TIMEOUT_S,
