@@ -9,13 +9,18 @@ compile or cache load, run) and a warm call (run only). JAX's monitoring events 
 work into tracing, lowering to StableHLO and XLA compilation; its compiler log tells whether the
 simulation program (`jit__run_fixed`) was written to / read from the cache.
 
-Configurations:
+Configurations (the first four with jaxsim's own cache off, `JAXSIM_CACHE=0`: JAX's cache alone,
+as before jaxsim had one; the last is what a user gets by default):
 
 - `none`: no persistent cache.
 - `default`: a cache folder with JAX's default thresholds (entries that compiled in >= 1 s).
 - `all`: every entry cached (`jax_persistent_cache_min_compile_time_secs=0`,
   `jax_persistent_cache_min_entry_size_bytes=-1`), `throw=True` (the default).
 - `all, throw=False`: as `all`, running `simulate(..., throw=False)`.
+- `jaxsim default`: nothing configured but the folder (`JAXSIM_CACHE_DIR`, standing in for the
+  user's cache directory): jaxsim's cache as `import jaxsim` sets it up (`jaxsim._cache`), JAX's
+  persistent cache with every entry, `throw=True` checked on the host, and the simulation program
+  stored compiled (`jaxsim._program_cache`), so that a restart neither traces nor lowers it.
 
 Run: `python -m benchmarks.bench_restart` (about 2 minutes on 2 cores); writes
 `benchmarks/results/restart.json` and `.md`.
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -40,10 +46,11 @@ from benchmarks._common import environment, markdown_table, write_results
 
 MAIN_PROGRAM = "jit__run_fixed"  # the jitted fixed-step driver that runs the demo's simulation
 CONFIGS = [
-    ("none", {"cache": False, "all": False, "throw": True}, 1),
-    ("default", {"cache": True, "all": False, "throw": True}, 2),
-    ("all", {"cache": True, "all": True, "throw": True}, 2),
-    ("all, throw=False", {"cache": True, "all": True, "throw": False}, 2),
+    ("none", {"cache": False, "all": False, "throw": True, "jaxsim": False}, 1),
+    ("default", {"cache": True, "all": False, "throw": True, "jaxsim": False}, 2),
+    ("all", {"cache": True, "all": True, "throw": True, "jaxsim": False}, 2),
+    ("all, throw=False", {"cache": True, "all": True, "throw": False, "jaxsim": False}, 2),
+    ("jaxsim default", {"cache": False, "all": False, "throw": True, "jaxsim": True}, 2),
 ]
 
 
@@ -107,6 +114,9 @@ def child(cache_dir: str | None, cache_all: bool, throw: bool) -> dict:
         run()
         warm.append(time.perf_counter() - t0)
     text = " ".join(messages)
+    from jaxsim import _program_cache
+
+    held = [e for e in _program_cache._memory.values() if e is not None]
     return {
         "import_s": t_import,
         "build_s": t_build,
@@ -121,13 +131,20 @@ def child(cache_dir: str | None, cache_all: bool, throw: bool) -> dict:
         "main_written": "Writing" in text,
         # JAX logs this whenever it compiles the program, cache or not: never cacheable.
         "main_refused_host_callback": "host callbacks" in text,
+        # jaxsim's program cache: the simulation program was loaded from its file (not traced).
+        "main_from_jaxsim": any(e.path is not None for e in held),
     }
 
 
-def run_child(cache_dir: str | None, cache_all: bool, throw: bool) -> dict:
+def run_child(cache_dir: str | None, cache_all: bool, throw: bool, jaxsim_dir=None) -> dict:
     cmd = [sys.executable, "-m", "benchmarks.bench_restart", "--child", json.dumps(
         {"cache_dir": cache_dir, "cache_all": cache_all, "throw": throw})]  # fmt: skip
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXSIM_CACHE")}
+    if jaxsim_dir is None:
+        env["JAXSIM_CACHE"] = "0"
+    else:
+        env["JAXSIM_CACHE_DIR"] = jaxsim_dir
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env,
                          cwd=Path(__file__).resolve().parents[1])  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -142,7 +159,9 @@ def markdown(data: dict) -> str:
                ("compiles", "compiles"), ("cache_hits", "cache hits"),
                ("cache_entries", "cache entries"), ("main_written", "sim. program written"),
                ("main_hit", "sim. program from cache"),
-               ("main_refused_host_callback", "sim. program has host callbacks")]  # fmt: skip
+               ("main_refused_host_callback", "sim. program has host callbacks"),
+               ("programs", "jaxsim programs"),
+               ("main_from_jaxsim", "sim. program from jaxsim's cache")]  # fmt: skip
     load = data["environment"].get("loadavg_1m")
     return (
         "## Restart: the demo model's first call in a fresh process\n\n"
@@ -153,16 +172,35 @@ def markdown(data: dict) -> str:
         f"{data['environment'].get('cpu_count')} cores (absolute times vary with it).\n\n"
         + markdown_table(rows, columns)
         + "\n\nWhat the columns show:\n\n"
-        "- With `throw=True` (the default) the simulation program is never written to the cache: "
-        "its run-time checks (`equinox.error_if`) are host callbacks, which JAX does not serialize. "
-        "A second process compiles it again.\n"
-        "- With JAX's default thresholds (entries that compiled in >= 1 s) nothing else is "
-        "cached either: building the model runs about 90 small eager operations, each compiled "
-        "in well under 1 s. Caching every entry (thresholds 0) cuts the build of the second "
-        "process.\n"
-        "- With every entry cached and `throw=False`, the second process loads the simulation "
-        "program from the cache, yet its first call stays above the warm call by the tracing and "
-        "lowering, which the persistent cache cannot skip (its key is the lowered module).\n"
+        "- The first four configurations run with jaxsim's own cache off (`JAXSIM_CACHE=0`): "
+        "JAX's persistent cache alone. With `throw=True` the simulation program was never "
+        "written to it while its run-time checks (`equinox.error_if`, diffrax's `throw`) were "
+        "host callbacks in the program, which JAX does not serialize; a top-level `simulate` now "
+        "checks `throw` on the host after the run (`jaxsim._host_checks`), so `all` caches it "
+        "too.\n"
+        "- With JAX's default thresholds (entries that compiled in >= 1 s) little is cached: "
+        "building the model runs about 90 small eager operations, each compiled in well under "
+        "1 s. Caching every entry (thresholds 0) cuts the build of the second process.\n"
+        "- With every entry cached, the second process loads the simulation program from JAX's "
+        "cache, yet its first call stays above the warm call by the tracing and lowering, which "
+        "that cache cannot skip (its key is the lowered module).\n"
+        "- `jaxsim default` is what `import jaxsim` sets up with nothing configured: JAX's cache "
+        "with every entry in jaxsim's folder, and the compiled simulation program stored by "
+        "jaxsim (`jaxsim._program_cache`, keyed by the model's structure, the static options and "
+        "the source). The second process loads it without tracing or lowering: "
+        + _default_summary(rows)
+        + "\n"
+    )
+
+
+def _default_summary(rows) -> str:
+    second = [r for r in rows if r["config"] == "jaxsim default" and r["process"] == 2]
+    if not second:
+        return "(not measured)."
+    r = second[0]
+    return (
+        f"first call {r['first_call_s']:.2f} s vs warm {r['warm_call_s']:.2f} s, "
+        f"{r['first_minus_warm_s']:.2f} s apart (target: <= 0.5 s)."
     )
 
 
@@ -186,8 +224,11 @@ def main(argv=None):
     for name, cfg, processes in CONFIGS:
         with tempfile.TemporaryDirectory(prefix="jaxsim-restart-") as tmp:
             for k in range(1, processes + 1):
-                r = run_child(tmp if cfg["cache"] else None, cfg["all"], cfg["throw"])
-                r.update(config=name, process=k, cache_entries=len(list(Path(tmp).iterdir())))
+                r = run_child(tmp if cfg["cache"] else None, cfg["all"], cfg["throw"],
+                              tmp if cfg["jaxsim"] else None)  # fmt: skip
+                entries = [p for p in Path(tmp).rglob("*") if p.is_file()]
+                r.update(config=name, process=k, cache_entries=len(entries),
+                         programs=sum(p.suffix == ".bin" for p in entries))  # fmt: skip
                 r["first_minus_warm_s"] = r["first_call_s"] - r["warm_call_s"]
                 r["to_first_result_s"] = r["import_s"] + r["build_s"] + r["first_call_s"]
                 rows.append(r)

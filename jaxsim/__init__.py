@@ -3,6 +3,10 @@
 Importing this package enables float64 (`jax_enable_x64`): the dynamics are validated against
 Basilisk to round-off, which float32 cannot reach. To use float32 anyway, set
 `jax.config.update("jax_enable_x64", False)` after importing jaxsim (tolerances then do not hold).
+
+Importing it also sets up jaxsim's cache folder in the user's cache directory (JAX's persistent
+compilation cache and compiled simulation programs, so that a restart does not compile again;
+`jaxsim._cache`). `JAXSIM_CACHE=0` turns it off, `JAXSIM_CACHE_DIR` moves it.
 """
 
 import jax
