@@ -152,7 +152,8 @@ class MuJoCoScene(AbstractDynamicObject):
     the hinge and slide joint springs $\frac12 k (q - q_{ref})^2$), `totOrbAngMomPntN_N` $=
     M\,\mathbf r_C\times\mathbf v_C$ and `totRotAngMomPntC_N` (about $C$), in $\mathcal N$.
 
-    **Assumptions and limitations:** MJX's feature set (`mujoco.mjx.put_model` refuses what it
+    **Assumptions and limitations:** the MJCF's `<option timestep>` and `integrator` are not
+    used (our solver steps the scene); MJX's feature set (`mujoco.mjx.put_model` refuses what it
     does not support); stiffness of ball and free joints, tendon springs and the MJCF's uniform
     gravity are not in the energy totals; contacts and other constraints go through MuJoCo's
     constraint solver (not reverse-differentiable: use scenes without active constraints for
