@@ -143,7 +143,7 @@ def run_child(cache_dir: str | None, cache_all: bool, throw: bool, jaxsim_dir=No
     if jaxsim_dir is None:
         env["JAXSIM_CACHE"] = "0"
     else:
-        env["JAXSIM_CACHE_DIR"] = jaxsim_dir
+        env.update(JAXSIM_CACHE="1", JAXSIM_CACHE_DIR=jaxsim_dir)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env,
                          cwd=Path(__file__).resolve().parents[1])  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -16,7 +16,9 @@ from disk instead. Importing jaxsim sets it up (`configure`):
   skips tracing, lowering and compiling them.
 
 Opt out with the environment variable `JAXSIM_CACHE=0` (before importing jaxsim) or
-`jaxsim.disable_cache()` (before the first compile). The folder can be deleted at any time.
+`jaxsim.disable_cache()` (before the first compile). A folder that cannot be written turns the
+cache off. The folder can be deleted at any time; `programs/` keeps the most recently written
+`MAX_PROGRAMS` files (`jaxsim._program_cache`), JAX prunes nothing in `xla/`.
 """
 
 import os
@@ -53,6 +55,14 @@ def configure() -> Path | None:
         return None
     root = Path(os.environ.get("JAXSIM_CACHE_DIR") or default_dir())
     folder = root / f"jax-{jax.__version__}"
+    try:  # a read-only home (e.g. some compute nodes): no cache, and no warning per compile
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        writable = os.access(folder, os.W_OK)
+    except OSError:
+        writable = False
+    if not writable:
+        _state.update(dir=None, set_xla=False)
+        return None
     _state.update(dir=folder, set_xla=False)
     if not jax.config.jax_compilation_cache_dir:
         jax.config.update("jax_compilation_cache_dir", str(folder / "xla"))

@@ -93,6 +93,7 @@ _JAX_SETTINGS = (
 )
 _MAX_DEPTH = 64
 _MAX_MEMORY_ENTRIES = 256
+MAX_PROGRAMS = 200  # files kept in the programs folder (about 1 MB each for the demo model)
 
 UNCACHED = object()  # `call`'s answer when the program does not go through this cache
 
@@ -245,12 +246,11 @@ class _Keyer:
         if dataclasses.is_dataclass(x):
             fields = tuple((f.name, t(getattr(x, f.name), depth)) for f in dataclasses.fields(x))
             return ("dataclass", self.ref(cls), fields)
-        # Any other object of a trusted package: by its repr, when that names no address.
+        # Any other object of a trusted package: by its attributes (a sentinel has none).
         ref = self.ref(cls)
-        text = repr(x)
-        if " at 0x" in text or "object at" in text:
-            raise Unkeyable(f"{cls.__name__} has no reproducible value")
-        return ("object", ref, text)
+        if getattr(cls, "__slots__", ()):
+            raise Unkeyable(f"{cls.__name__} keeps its state in slots")
+        return ("object", ref, t(dict(getattr(x, "__dict__", {})), depth))
 
     def _function(self, f, depth):
         code = f.__code__
@@ -381,8 +381,19 @@ def _store(path: Path, key: str, compiled, skeleton) -> None:
         tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_bytes(blob)
         os.replace(tmp, path)
+        _prune(path.parent)
     except Exception as err:  # noqa: BLE001 - not serializable, read-only folder: not stored
         logger.debug("jaxsim: program not stored (%s: %s)", type(err).__name__, err)
+
+
+def _prune(folder: Path) -> None:
+    # Keep the `MAX_PROGRAMS` most recently written programs (each source edit keys new ones).
+    files = sorted(folder.glob("*.bin"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in files[MAX_PROGRAMS:]:
+        try:
+            old.unlink()
+        except OSError:
+            pass
 
 
 # --- the call ------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import equinox as eqx
@@ -116,6 +117,13 @@ def test_opt_out_by_variable(tmp_path, value):
 def test_opt_out_by_function(tmp_path):
     got = settings(tmp_path, disable=True)
     assert got["dir"] is None and got["xla"] is None and got["min_time"] == 1.0
+
+
+def test_a_folder_that_cannot_be_written_turns_the_cache_off(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    got = settings(tmp_path, JAXSIM_CACHE_DIR=str(blocker / "cache"))
+    assert got["dir"] is None and got["xla"] is None
 
 
 def test_a_users_jax_cache_folder_is_kept(tmp_path):
@@ -384,7 +392,7 @@ def test_closures_are_keyed_by_what_they_capture(monkeypatch):
     with pytest.raises(_program_cache.Unkeyable):
         keyer.token(gain(jnp.ones(3)))  # a closed-over array: a constant of the program
     with pytest.raises(_program_cache.Unkeyable):
-        keyer.token(object())  # no reproducible value
+        keyer.token(threading.Lock())  # no value to write down (a C object of `_thread`)
 
 
 def test_key_depends_on_the_jax_settings():
@@ -414,3 +422,12 @@ def test_a_file_that_loads_but_fails_to_run_is_removed(programs, monkeypatch):
     monkeypatch.setattr(serialize_executable, "deserialize_and_load", lambda *a: Failing())
     assert_bitwise_equal(good, run(sc))
     assert not path.exists()
+
+
+def test_the_programs_folder_keeps_the_newest_files(programs, monkeypatch):
+    monkeypatch.setattr(_program_cache, "MAX_PROGRAMS", 1)
+    run(make_sc())
+    (first,) = stored(programs)
+    run(make_sc(name="other"))
+    (second,) = stored(programs)
+    assert first != second and not first.exists()
