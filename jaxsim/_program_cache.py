@@ -2,10 +2,12 @@
 
 JAX's persistent compilation cache saves the XLA compile of a program, but its key is the lowered
 program: a fresh process still traces the model and lowers it to StableHLO before it can look the
-program up (about 1.5 s of the demo model's 1.6 s restart). This cache keys the compiled program by
-what determines the trace instead, and stores the executable itself
-(`jax.experimental.serialize_executable`); a restart computes the key, loads the executable (about
-0.15 s for the demo model) and runs it.
+program up (for the demo model, most of the 0.8 s a restart's first call takes beyond a warm call:
+`benchmarks/results/restart.md`). This cache keys the compiled program by what determines the
+trace instead, and stores the executable itself (`jax.experimental.serialize_executable`; a
+portable `jax.export` module would still need lowering and an XLA compile or cache lookup); a
+restart computes the key (about 25 ms), loads the executable (about 0.15 s for the demo model) and
+runs it.
 
 Used by the top-level calls of jaxsim's jitted drivers (`jaxsim._compile._Jit`): under a user's
 `jit`/`vmap`/`grad` nothing changes. The key (`program_key`) is made of
