@@ -401,14 +401,23 @@ def _prune(folder: Path) -> None:
 # --- the call ------------------------------------------------------------------------------------
 
 
-def _aval(x, device) -> tuple:
+_ARRAYS = (jax.Array, np.ndarray, np.generic)  # what `equinox.is_array` traces
+
+
+def _aval(x) -> tuple:
+    # In-process: cheap and hashable (the sharding object itself).
     if isinstance(x, jax.Array):
-        if x.sharding.device_set != {device}:
-            raise Unkeyable("an array on another device or sharded")
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
-            raise Unkeyable("an array of an extended dtype (PRNG keys)")
-        return (tuple(x.shape), np.dtype(x.dtype).str, bool(x.weak_type))
-    return (tuple(np.shape(x)), np.result_type(x).str, False)
+        return (x.shape, x.dtype, getattr(x, "weak_type", False), x.sharding)
+    return (np.shape(x), np.result_type(x), False, None)
+
+
+def _disk_aval(aval, device) -> tuple:
+    shape, dtype, weak, sharding = aval
+    if sharding is not None and sharding.device_set != {device}:
+        raise Unkeyable("an array on another device or sharded")
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+        raise Unkeyable("an array of an extended dtype (PRNG keys)")
+    return (tuple(shape), np.dtype(dtype).str, bool(weak))
 
 
 _hits = threading.local()
@@ -449,13 +458,17 @@ def _compile_fresh(lowered):
     return compiled, getattr(_hits, "n", 0) == before
 
 
-def _compile(fun, options, static, in_treedef, leaves):
-    """Trace, lower and compile `fun` on flat array inputs; returns `(compiled, skeleton,
-    storable)`, or None when the program has host callbacks (not serializable)."""
+def _compile(fun, options, treedef, template, positions, leaves):
+    """Trace, lower and compile `fun` on its array arguments `leaves` (at `positions` of the
+    flattened arguments `template`); returns `(compiled, skeleton, storable)`, or None when the
+    program has host callbacks (not serializable)."""
     out_parts = {}
 
     def flat(*dyn):
-        args, kwargs = eqx.combine(jax.tree_util.tree_unflatten(in_treedef, dyn), static)
+        full = list(template)
+        for k, x in zip(positions, dyn, strict=True):
+            full[k] = x
+        args, kwargs = jax.tree_util.tree_unflatten(treedef, full)
         out = fun(*args, **kwargs)
         out_dyn, out_static = eqx.partition(out, eqx.is_array)
         out_leaves, out_def = jax.tree_util.tree_flatten(out_dyn)
@@ -484,20 +497,20 @@ def call(fun, options: dict, args: tuple, kwargs: dict):
     folder = program_dir()
     if folder is None or jax.config.jax_disable_jit:
         return UNCACHED
-    dyn, static = eqx.partition((args, kwargs), eqx.is_array)
-    leaves, in_treedef = jax.tree_util.tree_flatten(dyn)
-    static_leaves, static_def = jax.tree_util.tree_flatten(static)
+    template, treedef = jax.tree_util.tree_flatten((args, kwargs))
+    positions = tuple(k for k, x in enumerate(template) if isinstance(x, _ARRAYS))
+    leaves = [template[k] for k in positions]
+    for k in positions:
+        template[k] = None
     try:
-        device = jax.devices()[0]
-        avals = tuple(_aval(x, device) for x in leaves)
-        memo_key = (fun, tuple(sorted(options.items())), in_treedef, static_def,
-                    tuple(static_leaves), avals)  # fmt: skip
-        hash(memo_key)
-    except (Unkeyable, TypeError):
+        avals = tuple(_aval(x) for x in leaves)
+        memo_key = (fun, tuple(sorted(options.items())), treedef, positions, tuple(template),
+                    avals)  # fmt: skip
+        entry = _memory.get(memo_key, UNCACHED)
+    except TypeError:  # an unhashable static value
         return UNCACHED
-    entry = _memory.get(memo_key, UNCACHED)
     if entry is UNCACHED:
-        entry = _prepare(fun, options, static, in_treedef, leaves, avals, folder)
+        entry = _prepare(fun, options, treedef, template, positions, leaves, avals, folder)
         with _lock:
             if len(_memory) >= _MAX_MEMORY_ENTRIES:
                 _memory.pop(next(iter(_memory)))
@@ -512,9 +525,11 @@ def call(fun, options: dict, args: tuple, kwargs: dict):
         return UNCACHED
 
 
-def _prepare(fun, options, static, in_treedef, leaves, avals, folder):
+def _prepare(fun, options, treedef, template, positions, leaves, avals, folder):
     try:
-        key = program_key(fun, options, (in_treedef, static), avals)
+        device = jax.devices()[0]
+        disk_avals = tuple(_disk_aval(a, device) for a in avals)
+        key = program_key(fun, options, (treedef, positions, tuple(template)), disk_avals)
     except Unkeyable as why:
         logger.debug("jaxsim: program not cached (%s)", why)
         return None
@@ -522,7 +537,7 @@ def _prepare(fun, options, static, in_treedef, leaves, avals, folder):
     entry = _load(path, key) if path.exists() else None
     if entry is not None:
         return entry
-    made = _compile(fun, options, static, in_treedef, leaves)
+    made = _compile(fun, options, treedef, template, positions, leaves)
     if made is None:
         return None
     compiled, skeleton, storable = made

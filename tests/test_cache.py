@@ -374,8 +374,11 @@ def test_user_classes_are_not_keyed(programs):
 
 
 def test_progress_and_key_arrays_are_not_stored(programs):
-    run(make_sc(), progress=lambda t, t1: None)
+    run(make_sc(), progress=lambda t, t1: None)  # a host callback in the program
     assert stored(programs) == []
+    key = _program_cache._aval(jax.random.key(0))
+    with pytest.raises(_program_cache.Unkeyable):
+        _program_cache._disk_aval(key, jax.devices()[0])
 
 
 def test_closures_are_keyed_by_what_they_capture(monkeypatch):
