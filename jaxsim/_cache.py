@@ -23,11 +23,15 @@ cache off. The folder can be deleted at any time; `programs/` keeps the most rec
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import jax
 
 
+# When jaxsim was imported [ns since the epoch]: source files written later may differ from the
+# code this process runs (`jaxsim._program_cache` then stores nothing keyed by them).
+IMPORTED_AT_NS = time.time_ns()
 _OFF = ("0", "false", "no", "off")
 # JAX's default of `jax_persistent_cache_min_compile_time_secs` [s]; jaxsim lowers it to 0 only
 # when the user left it there.

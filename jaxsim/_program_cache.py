@@ -151,7 +151,7 @@ class _Entry:
 
 _memory: dict = {}  # in-process key -> _Entry, or None (not cached: the plain jit path)
 _lock = threading.Lock()
-_source_hashes: dict = {}
+_source_hashes: dict = {}  # package -> (files' paths, sizes, mtimes; hash)
 
 
 def clear_memory() -> None:
@@ -279,24 +279,37 @@ class _Keyer:
 
 
 def _package_hash(top: str) -> str:
+    """A hash of the source files of package `top` (its version for JAX, NumPy and the standard
+    library). A file written after jaxsim was imported refuses the key: the process may run older
+    code than the file holds (an edit in a running session), so its programs cannot be keyed by
+    the file."""
     if top in _STDLIB:
         return "python " + sys.version
     if top in _BY_VERSION:
         return importlib.metadata.version(_BY_VERSION[top])
-    cached = _source_hashes.get(top)
-    if cached is not None:
-        return cached
     module = sys.modules.get(top)
     paths = getattr(module, "__path__", None)
     if not paths:
         raise Unkeyable(f"no source folder for {top}")
-    digest = hashlib.sha256()
+    files = []
     for folder in paths:
         for path in sorted(Path(folder).rglob("*.py")):
-            digest.update(str(path.relative_to(folder)).encode())
-            digest.update(path.read_bytes())
-    _source_hashes[top] = digest.hexdigest()
-    return _source_hashes[top]
+            stat = path.stat()
+            files.append((folder, path, stat.st_size, stat.st_mtime_ns))
+    from ._cache import IMPORTED_AT_NS
+
+    if any(mtime > IMPORTED_AT_NS for *_, mtime in files):
+        raise Unkeyable(f"a source file of {top} changed after jaxsim was imported")
+    signature = tuple((str(path), size, mtime) for _, path, size, mtime in files)
+    cached = _source_hashes.get(top)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    digest = hashlib.sha256()
+    for folder, path, _, _ in files:
+        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(path.read_bytes())
+    _source_hashes[top] = (signature, digest.hexdigest())
+    return _source_hashes[top][1]
 
 
 def _cpu_flags() -> str:

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import equinox as eqx
@@ -59,8 +60,10 @@ def assert_bitwise_equal(a, b):
 
 @pytest.fixture
 def programs(tmp_path, monkeypatch):
-    """An empty cache folder for this test, and no program held in memory."""
+    """An empty cache folder for this test, and no program held in memory. (Source files edited
+    since this process imported jaxsim would refuse every key: the clock restarts here.)"""
     monkeypatch.setitem(_cache._state, "dir", tmp_path / "jaxsim")
+    monkeypatch.setattr(_cache, "IMPORTED_AT_NS", time.time_ns())
     _program_cache.clear_memory()
     yield tmp_path / "jaxsim" / "programs"
     _program_cache.clear_memory()
@@ -333,8 +336,10 @@ def test_changed_source_never_reuses_a_program(programs, monkeypatch):
     run(sc)
     _program_cache.clear_memory()
     # As if a file of the effectors package had been edited since the program was stored.
-    _program_cache._package_hash("effectors")
-    monkeypatch.setitem(_program_cache._source_hashes, "effectors", "edited")
+    real = _program_cache._package_hash
+    monkeypatch.setattr(
+        _program_cache, "_package_hash", lambda top: "edited" if top == "effectors" else real(top)
+    )
     run(sc)
     assert len(stored(programs)) == 2
 
@@ -342,14 +347,21 @@ def test_changed_source_never_reuses_a_program(programs, monkeypatch):
 def test_package_hash_follows_the_source(tmp_path, monkeypatch):
     pkg = tmp_path / "fakepkg"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text("X = 1\n")
+    init = pkg / "__init__.py"
+    init.write_text("X = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import fakepkg
 
+    monkeypatch.setattr(_cache, "IMPORTED_AT_NS", time.time_ns())  # as if imported now
     first = _program_cache._package_hash("fakepkg")
-    (pkg / "__init__.py").write_text("X = 2\n")
-    _program_cache._source_hashes.pop("fakepkg")
+    assert _program_cache._package_hash("fakepkg") == first
+    init.write_text("X = 2\n")
+    os.utime(init, ns=(_cache.IMPORTED_AT_NS - 1, _cache.IMPORTED_AT_NS - 1))  # before import
     assert _program_cache._package_hash("fakepkg") != first
+    # Written after the import: this process may run older code than the file; no key.
+    init.write_text("X = 3\n")
+    with pytest.raises(_program_cache.Unkeyable, match="changed after jaxsim was imported"):
+        _program_cache._package_hash("fakepkg")
     _program_cache._source_hashes.pop("fakepkg")
     del sys.modules[fakepkg.__name__]
 
