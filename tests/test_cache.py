@@ -446,3 +446,35 @@ def test_the_programs_folder_keeps_the_newest_files(programs, monkeypatch):
     run(make_sc(name="other"))
     (second,) = stored(programs)
     assert first != second and not first.exists()
+
+
+_RESTART = """
+import sys, numpy as np, jax
+sys.path.insert(0, {root!r})
+from jaxsim import _program_cache
+from tests.test_cache import make_sc, run
+sol = run(make_sc(mass=111.0))
+leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(sol)]
+np.savez({out!r}, *leaves)
+held = [e for e in _program_cache._memory.values() if e is not None]
+print("LOADED" if any(e.path is not None for e in held) else "COMPILED")
+"""
+
+
+def test_a_fresh_process_loads_the_program_and_gets_bitwise_the_same_results(tmp_path):
+    """The restart itself: a second process on the same folder runs the stored program (no
+    trace) and its results equal the first process's bit for bit."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXSIM_")}
+    env["JAXSIM_CACHE_DIR"] = str(tmp_path / "cache")
+    how, results = [], []
+    for k in range(2):
+        out = tmp_path / f"run{k}.npz"
+        code = _RESTART.format(root=str(ROOT), out=str(out))
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, env=env, cwd=ROOT)  # fmt: skip
+        how.append(done.stdout.split()[-1])
+        results.append(np.load(out))
+    assert how == ["COMPILED", "LOADED"]
+    assert results[0].files == results[1].files
+    for name in results[0].files:
+        np.testing.assert_array_equal(results[0][name], results[1][name])
