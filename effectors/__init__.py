@@ -47,9 +47,11 @@ from ._stochastic_torque import StochasticTorque as StochasticTorque
 from ._thrusters import Thrusters as Thrusters
 from ._types import (
     BackSub as BackSub,
+    Contribution as Contribution,
     EnergyMomentum as EnergyMomentum,
     ForceTorque as ForceTorque,
     HubContext as HubContext,
+    MassContext as MassContext,
     MassProps as MassProps,
 )
 from .vizard import read_vizard as read_vizard, write_vizard as write_vizard

@@ -11,12 +11,21 @@ distinct `name`s; N units of one type live in one vectorized effector.
 """
 
 import abc
+import inspect
 from typing import Any
 
 import equinox as eqx
 import jax
 
-from ._types import BackSub, EnergyMomentum, ForceTorque, HubContext, MassProps
+from ._types import (
+    BackSub,
+    Contribution,
+    EnergyMomentum,
+    ForceTorque,
+    HubContext,
+    MassContext,
+    MassProps,
+)
 
 
 class AbstractEffector(eqx.Module):
@@ -71,6 +80,34 @@ class AbstractDynamicEffector(AbstractEffector):
         return {}
 
 
+def _missing(effector, method: str) -> str:
+    return (
+        f"{type(effector).__name__}: a state effector implements `contribute(x, ctx)`, or both "
+        f"`back_substitution(x, ctx)` and `derivative(x, ctx, rDDot_BN_B, omegaDot_BN_B)`; "
+        f"`{method}` is missing."
+    )
+
+
+def check_state_effector(effector) -> None:
+    """Refuse, by name, a state effector that cannot take part in a derivative evaluation: neither
+    `contribute` nor both `back_substitution` and `derivative` overridden, or a `mass_props` with
+    the former signature `(t, x)` (now `(x, ctx)`, the time is `ctx.t`)."""
+    cls = type(effector)
+    base = AbstractStateEffector
+    if cls.contribute is base.contribute:
+        for method in ("back_substitution", "derivative"):
+            if getattr(cls, method) is getattr(base, method):
+                raise TypeError(_missing(effector, method))
+    if cls.mass_props is not base.mass_props:
+        params = list(inspect.signature(cls.mass_props).parameters)
+        if len(params) >= 2 and params[1] == "t":
+            raise TypeError(
+                f"{cls.__name__}.mass_props: the signature is `mass_props(self, x, ctx)` (ctx: a "
+                f"`MassContext` with the time `ctx.t`, `ctx.args` and all states `ctx.states`); "
+                f"got the former `mass_props(self, t, x)`."
+            )
+
+
 class AbstractStateEffector(AbstractEffector):
     """An effector with its own states, coupled to the hub through back-substitution."""
 
@@ -91,17 +128,34 @@ class AbstractStateEffector(AbstractEffector):
             return {}
         return {k: u for k, u in self.STATE_UNITS.items() if k in state}
 
-    def mass_props(self, t, x) -> MassProps:
-        """Mass properties this effector adds to the spacecraft (about $B$). Default: none."""
+    def mass_props(self, x, ctx: MassContext) -> MassProps:
+        """Mass properties this effector adds to the spacecraft (about $B$), given its state `x`
+        and the `MassContext` (time, `args`, all states). Default: none."""
         return MassProps.zeros()
 
-    @abc.abstractmethod
-    def back_substitution(self, x, ctx: HubContext) -> BackSub:
-        """Contributions $A, B, C, D, \\mathbf v_{trans}, \\mathbf v_{rot}$."""
+    def contribute(self, x, ctx: HubContext) -> Contribution:
+        """This effector's part of one derivative evaluation, in one pass: its back-substitution
+        terms and a closure giving its state derivative from the solved hub accelerations
+        (`Contribution`). Override it to compute shared intermediates once. Default: from
+        `back_substitution` and `derivative`."""
+        return Contribution(
+            self.back_substitution(x, ctx),
+            lambda rDDot_BN_B, omegaDot_BN_B: self.derivative(x, ctx, rDDot_BN_B, omegaDot_BN_B),
+        )
 
-    @abc.abstractmethod
+    def back_substitution(self, x, ctx: HubContext) -> BackSub:
+        """Contributions $A, B, C, D, \\mathbf v_{trans}, \\mathbf v_{rot}$. Implement this and
+        `derivative`, or `contribute` (then this method is `contribute(x, ctx).back_sub`)."""
+        if type(self).contribute is AbstractStateEffector.contribute:
+            raise NotImplementedError(_missing(self, "back_substitution"))
+        return self.contribute(x, ctx).back_sub
+
     def derivative(self, x, ctx: HubContext, rDDot_BN_B, omegaDot_BN_B) -> Any:
-        """State derivative from the solved hub accelerations (both in $\\mathcal B$ components)."""
+        """State derivative from the solved hub accelerations (both in $\\mathcal B$ components).
+        Implement this and `back_substitution`, or `contribute`."""
+        if type(self).contribute is AbstractStateEffector.contribute:
+            raise NotImplementedError(_missing(self, "derivative"))
+        return self.contribute(x, ctx).derivative(rDDot_BN_B, omegaDot_BN_B)
 
     def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
         """Energy/momentum contribution. Default: none."""

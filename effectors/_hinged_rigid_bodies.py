@@ -34,7 +34,7 @@ from jaxsim.validation import (
 
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
 from ._effector import AbstractStateEffector
-from ._types import BackSub, EnergyMomentum, HubContext, MassProps
+from ._types import BackSub, Contribution, EnergyMomentum, HubContext, MassProps
 from ._unit_params import command, input_at, per_unit, unit_count, unit_input
 
 
@@ -193,7 +193,7 @@ class HingedRigidBodies(AbstractStateEffector):
             refs.append(input_at(value if cmd is None else cmd, t, n))
         return u, refs[0], refs[1]
 
-    def mass_props(self, t, x) -> MassProps:
+    def mass_props(self, x, ctx=None) -> MassProps:
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = self._kinematics(x)
         m = self.mass
         Is1, _, Is3 = self._principal()
@@ -277,7 +277,9 @@ class HingedRigidBodies(AbstractStateEffector):
         ) / J
         return kin, a, b, c_theta, (F_B, tau_B)
 
-    def back_substitution(self, x, ctx: HubContext) -> BackSub:
+    def contribute(self, x, ctx: HubContext) -> Contribution:
+        """Back-substitution terms and the hinge accelerations from one evaluation of the panel
+        coefficients $\\mathbf a$, $\\mathbf b$, $c_\\theta$ ($\\ddot\\theta = \\mathbf a^T\\ddot{\\mathbf r} + \\mathbf b^T\\dot{\\boldsymbol\\omega} + c_\\theta$)."""
         kin, a, b, c_theta, (F_B, tau_B) = self._coefficients(x, ctx)
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
         thetaDot = x["thetaDot"]
@@ -298,7 +300,7 @@ class HingedRigidBodies(AbstractStateEffector):
             + cross3(r_SB, F_B)
         )
         mds3 = md * s3
-        return BackSub(
+        bs = BackSub(
             A=jnp.sum(outer3(mds3, a), axis=0),
             B=jnp.sum(outer3(mds3, b), axis=0),
             C=jnp.sum(outer3(f, a), axis=0),
@@ -307,10 +309,11 @@ class HingedRigidBodies(AbstractStateEffector):
             v_rot=jnp.sum(v_rot, axis=0),
         )
 
-    def derivative(self, x, ctx: HubContext, rDDot_BN_B, omegaDot_BN_B) -> dict:
-        _, a, b, c_theta, _ = self._coefficients(x, ctx)
-        thetaDDot = dot3(a, rDDot_BN_B) + dot3(b, omegaDot_BN_B) + c_theta
-        return {"theta": x["thetaDot"], "thetaDot": thetaDDot}
+        def derivative(rDDot_BN_B, omegaDot_BN_B):
+            thetaDDot = dot3(a, rDDot_BN_B) + dot3(b, omegaDot_BN_B) + c_theta
+            return {"theta": thetaDot, "thetaDot": thetaDDot}
+
+        return Contribution(bs, derivative)
 
     # ----------------------------------------------------------------------------------------------
     # Diagnostics

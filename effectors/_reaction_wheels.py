@@ -121,7 +121,7 @@ from jaxsim.validation import (
 )
 
 from ._effector import AbstractStateEffector
-from ._types import BackSub, EnergyMomentum, HubContext, MassProps
+from ._types import BackSub, Contribution, EnergyMomentum, HubContext, MassProps
 
 
 _CLS = "ReactionWheels"
@@ -609,7 +609,7 @@ class ReactionWheels(AbstractStateEffector):
     # ----------------------------------------------------------------------------------------------
     # Effector contract
 
-    def mass_props(self, t, x) -> MassProps:
+    def mass_props(self, x, ctx=None) -> MassProps:
         if self.model != "jitter_fully_coupled":
             return MassProps.zeros()
         R = self._rotor(x)
@@ -686,25 +686,33 @@ class ReactionWheels(AbstractStateEffector):
         )
         return a, b, c, BackSub(A, B, C, D, v_trans, v_rot), (u_cmd, u_s, tau_f)
 
-    def back_substitution(self, x, ctx: HubContext) -> BackSub:
-        return self._coefficients(x, ctx)[3]
-
-    def derivative(self, x, ctx: HubContext, rDDot_BN_B, omegaDot_BN_B) -> dict:
-        a, b, c, _, (_, u_s, tau_f) = self._coefficients(x, ctx)
+    def contribute(self, x, ctx: HubContext) -> Contribution:
+        r"""Back-substitution terms and the wheel accelerations from one evaluation of the per-wheel
+        coefficients ($\dot\Omega = \mathbf a^T\ddot{\mathbf r} + \mathbf b^T\dot{\boldsymbol\omega} + c$)."""
+        a, b, c, bs, (_, u_s, tau_f) = self._coefficients(x, ctx)
         Omega = x["Omega"]
-        # a . rDDot and b . omegaDot in one reduction (a kernel per reduction on the CPU).
-        acc = jnp.broadcast_to(jnp.stack([rDDot_BN_B, omegaDot_BN_B])[:, None, :], (2,) + a.shape)
-        a_r, b_w = dot3(jnp.stack([a, b]), acc)
-        dx = {"Omega": a_r + b_w + c}
-        if self._jitter:
-            dx["theta"] = Omega
-        if self.stribeck:
-            dx["stribeck"] = jnp.zeros_like(Omega)
-            dx["Omega_prev"] = jnp.zeros_like(Omega)
-        if self.track_work:
-            dx["motor_work"] = u_s * Omega
-            dx["friction_work"] = tau_f * Omega
-        return dx
+
+        def derivative(rDDot_BN_B, omegaDot_BN_B):
+            if self.model == "jitter_fully_coupled":
+                # a . rDDot and b . omegaDot in one reduction (a kernel per reduction on the CPU).
+                acc = jnp.broadcast_to(
+                    jnp.stack([rDDot_BN_B, omegaDot_BN_B])[:, None, :], (2,) + a.shape
+                )
+                a_r, b_w = dot3(jnp.stack([a, b]), acc)
+                dx = {"Omega": a_r + b_w + c}
+            else:  # a = 0, b = -gs: Omega_dot = c - gs . omegaDot
+                dx = {"Omega": c + dot3(b, omegaDot_BN_B[None, :])}
+            if self._jitter:
+                dx["theta"] = Omega
+            if self.stribeck:
+                dx["stribeck"] = jnp.zeros_like(Omega)
+                dx["Omega_prev"] = jnp.zeros_like(Omega)
+            if self.track_work:
+                dx["motor_work"] = u_s * Omega
+                dx["friction_work"] = tau_f * Omega
+            return dx
+
+        return Contribution(bs, derivative)
 
     def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
         Omega = x["Omega"]

@@ -22,10 +22,10 @@ from jaxsim.dynamic_object import AbstractDynamicObject, merge_derived
 from jaxsim.kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_to_dcm, mv3, tilde
 from jaxsim.validation import as_array, check_name, check_unique_names
 
-from ._effector import AbstractDynamicEffector, AbstractStateEffector
+from ._effector import AbstractDynamicEffector, AbstractStateEffector, check_state_effector
 from ._gravity import AbstractGravityBody, gravity_at
 from ._hub import Hub
-from ._types import BackSub, ForceTorque, HubContext, MassProps
+from ._types import BackSub, ForceTorque, HubContext, MassContext, MassProps
 
 
 _HUB_KEY = "hub"
@@ -122,6 +122,8 @@ class Spacecraft(AbstractDynamicObject):
         self.dynamic_effectors = _tuple_of(
             cls, "dynamic_effectors", dynamic_effectors, AbstractDynamicEffector
         )
+        for e in self.state_effectors:
+            check_state_effector(e)
         self.gravity = _tuple_of(cls, "gravity", gravity, AbstractGravityBody)
         names = [_HUB_KEY] + [e.name for e in self.state_effectors + self.dynamic_effectors]
         check_unique_names(cls, "effectors (names, 'hub' reserved)", names)
@@ -184,7 +186,7 @@ class Spacecraft(AbstractDynamicObject):
             else e.init_state()
             for e in self.state_effectors
         }
-        mp = self._mass_props(t0, y)
+        mp = self._mass_props(MassContext(jnp.asarray(t0, dtype=float), None, y), y)
         c = mp.first_moment / mp.mass
         c_prime = mp.first_moment_prime / mp.mass - mp.mass_dot / mp.mass * c
         dcm_NB = mrp_to_dcm(sigma_BN).T
@@ -196,10 +198,10 @@ class Spacecraft(AbstractDynamicObject):
         }
         return y
 
-    def _mass_props(self, t, y) -> MassProps:
+    def _mass_props(self, mctx: MassContext, y) -> MassProps:
         mp = self.hub.mass_props()
         for e in self.state_effectors:
-            mp = mp + e.mass_props(t, y[e.name])
+            mp = mp + e.mass_props(y[e.name], mctx)
         return mp
 
     def _origin(self, t):
@@ -214,7 +216,7 @@ class Spacecraft(AbstractDynamicObject):
         hub = y[_HUB_KEY]
         sigma, omega = hub["sigma_BN"], hub["omega_BN_B"]
         dcm_BN = mrp_to_dcm(sigma)
-        mp = self._mass_props(t, y)
+        mp = self._mass_props(MassContext(t, args, y), y)
         m = mp.mass
         c = mp.first_moment / m
         c_prime = mp.first_moment_prime / m - mp.mass_dot / m * c
@@ -263,6 +265,11 @@ class Spacecraft(AbstractDynamicObject):
 
     def hub_accelerations(self, ctx: HubContext, y):
         r"""Assemble and solve the back-substitution system: $({}^B\ddot{\mathbf r}_{B/N}, \dot{\boldsymbol\omega})$."""
+        rDDot_B, omega_dot, _ = self._solve(ctx, y)
+        return rDDot_B, omega_dot
+
+    def _solve(self, ctx: HubContext, y):
+        """The hub accelerations and each state effector's `Contribution` (one pass each)."""
         omega, c, cp, m = ctx.omega_BN_B, ctx.c_B, ctx.cPrime_B, ctx.m_sc
         ct = tilde(c)
         I_omega, Iprime_omega = mv3(jnp.stack([ctx.ISC_B, ctx.ISCPrime_B]), omega)
@@ -276,8 +283,9 @@ class Spacecraft(AbstractDynamicObject):
             - 2.0 * ctx.mDot_sc * (cp + cross3(omega, c)),
             v_rot=-cross3(omega, I_omega) - Iprime_omega,
         )
-        for e in self.state_effectors:
-            bs = bs + e.back_substitution(y[e.name], ctx)
+        parts = [e.contribute(y[e.name], ctx) for e in self.state_effectors]
+        for part in parts:
+            bs = bs + part.back_sub
         ft = self.loads(ctx)
         F_g_B, F_N_B = mv3(ctx.dcm_BN, jnp.stack([m * ctx.g_N, ft.force_N]))
         v_trans = bs.v_trans + F_g_B + F_N_B + ft.force_B
@@ -286,11 +294,11 @@ class Spacecraft(AbstractDynamicObject):
         CAinv = mm3(bs.C, A_inv)
         omega_dot = mv3(inv3(bs.D - mm3(CAinv, bs.B)), v_rot - mv3(CAinv, v_trans))
         rDDot_B = mv3(A_inv, v_trans - mv3(bs.B, omega_dot))
-        return rDDot_B, omega_dot
+        return rDDot_B, omega_dot, parts
 
     def drift(self, t, y, args):
         ctx = self.context(t, y, args)
-        rDDot_B, omega_dot = self.hub_accelerations(ctx, y)
+        rDDot_B, omega_dot, parts = self._solve(ctx, y)
         hub = y[_HUB_KEY]
         dy = {
             _HUB_KEY: {
@@ -300,8 +308,8 @@ class Spacecraft(AbstractDynamicObject):
                 "omega_BN_B": omega_dot,
             }
         }
-        for e in self.state_effectors:
-            dy[e.name] = e.derivative(y[e.name], ctx, rDDot_B, omega_dot)
+        for e, part in zip(self.state_effectors, parts):
+            dy[e.name] = part.derivative(rDDot_B, omega_dot)
         return dy
 
     @property

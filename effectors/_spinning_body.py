@@ -23,7 +23,7 @@ from jaxsim.validation import (
 
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
 from ._effector import AbstractStateEffector
-from ._types import BackSub, EnergyMomentum, HubContext, MassProps
+from ._types import BackSub, Contribution, EnergyMomentum, HubContext, MassProps
 from ._unit_params import check_flags, command, input_at, per_unit, unit_count, unit_input
 
 
@@ -208,7 +208,7 @@ class SpinningBodies(AbstractStateEffector):
             refs.append(input_at(value if cmd is None else cmd, t, n))
         return u, refs[0], refs[1]
 
-    def mass_props(self, t, x) -> MassProps:
+    def mass_props(self, x, ctx=None) -> MassProps:
         kin = self._kinematics(x)
         m = self.mass
         m3 = m[:, None, None]
@@ -294,7 +294,9 @@ class SpinningBodies(AbstractStateEffector):
             c_theta = jnp.where(free, c_theta, 0.0)
         return kin, q, a, b, c_theta, (F_B, tau_B)
 
-    def back_substitution(self, x, ctx: HubContext) -> BackSub:
+    def contribute(self, x, ctx: HubContext) -> Contribution:
+        """Back-substitution terms and the spin accelerations from one evaluation of the
+        coefficients."""
         kin, q, a, b, c_theta, (F_B, tau_B) = self._coefficients(x, ctx)
         m1 = self.mass[:, None]
         s, r_ScB, I_Sc, omega_SB, rPrime = (
@@ -318,7 +320,7 @@ class SpinningBodies(AbstractStateEffector):
             + tau_B
             + cross3(self.r_SB_B, F_B)
         )
-        return BackSub(
+        bs = BackSub(
             A=-jnp.sum(outer3(mq, a), axis=0),
             B=-jnp.sum(outer3(mq, b), axis=0),
             C=jnp.sum(outer3(f, a), axis=0),
@@ -327,11 +329,12 @@ class SpinningBodies(AbstractStateEffector):
             v_rot=jnp.sum(v_rot, axis=0),
         )
 
-    def derivative(self, x, ctx: HubContext, rDDot_BN_B, omegaDot_BN_B) -> dict:
-        kin, _, a, b, c_theta, _ = self._coefficients(x, ctx)
-        thetaDDot = dot3(a, rDDot_BN_B) + dot3(b, omegaDot_BN_B) + c_theta
-        # Locked bodies: a = b = c = 0 gives a zero acceleration; their rate is already 0.
-        return {"theta": kin["thetaDot"], "thetaDot": thetaDDot}
+        def derivative(rDDot_BN_B, omegaDot_BN_B):
+            thetaDDot = dot3(a, rDDot_BN_B) + dot3(b, omegaDot_BN_B) + c_theta
+            # Locked bodies: a = b = c = 0 gives a zero acceleration; their rate is already 0.
+            return {"theta": kin["thetaDot"], "thetaDot": thetaDDot}
+
+        return Contribution(bs, derivative)
 
     # ----------------------------------------------------------------------------------------------
     # Diagnostics

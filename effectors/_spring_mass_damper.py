@@ -12,7 +12,7 @@ from jaxsim.kinematics import cross3, dot3, mm3, outer3, tilde
 from jaxsim.validation import check_name, check_nonnegative, check_positive, check_unit_vectors
 
 from ._effector import AbstractStateEffector
-from ._types import BackSub, EnergyMomentum, HubContext, MassProps
+from ._types import BackSub, Contribution, EnergyMomentum, HubContext, MassProps
 from ._unit_params import per_unit, unit_count
 
 
@@ -86,7 +86,7 @@ class SpringMassDampers(AbstractStateEffector):
         rPrime = x["rhoDot"][:, None] * self.pHat_B
         return r, rPrime
 
-    def mass_props(self, t, x) -> MassProps:
+    def mass_props(self, x, ctx=None) -> MassProps:
         r, rPrime = self._kinematics(x)
         m = self.mass
         rt, rpt = tilde(r), tilde(rPrime)
@@ -114,13 +114,15 @@ class SpringMassDampers(AbstractStateEffector):
         )
         return r, rPrime, a, b, c_rho
 
-    def back_substitution(self, x, ctx: HubContext) -> BackSub:
+    def contribute(self, x, ctx: HubContext) -> Contribution:
+        """Back-substitution terms and the mass accelerations from one evaluation of the
+        coefficients."""
         r, rPrime, a, b, c_rho = self._coefficients(x, ctx)
         m1 = self.mass[:, None]
         omega = jnp.broadcast_to(ctx.omega_BN_B, r.shape)
         mp = m1 * self.pHat_B
         mb = m1 * b
-        return BackSub(
+        bs = BackSub(
             A=jnp.sum(outer3(mp, a), axis=0),
             B=jnp.sum(outer3(mp, b), axis=0),
             C=-jnp.sum(outer3(mb, a), axis=0),
@@ -129,10 +131,11 @@ class SpringMassDampers(AbstractStateEffector):
             v_rot=jnp.sum(-m1 * cross3(omega, cross3(r, rPrime)) + c_rho[:, None] * mb, axis=0),
         )
 
-    def derivative(self, x, ctx: HubContext, rDDot_BN_B, omegaDot_BN_B) -> dict:
-        _, _, a, b, c_rho = self._coefficients(x, ctx)
-        rhoDDot = dot3(a, rDDot_BN_B) + dot3(b, omegaDot_BN_B) + c_rho
-        return {"rho": x["rhoDot"], "rhoDot": rhoDDot}
+        def derivative(rDDot_BN_B, omegaDot_BN_B):
+            rhoDDot = dot3(a, rDDot_BN_B) + dot3(b, omegaDot_BN_B) + c_rho
+            return {"rho": x["rhoDot"], "rhoDot": rhoDDot}
+
+        return Contribution(bs, derivative)
 
     def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
         r, rPrime = self._kinematics(x)

@@ -4,7 +4,8 @@ Notation (Basilisk's, see `physics/frames_and_notation.md`): $B$ body origin, $C
 $\mathbf c = \mathbf r_{C/B}$; primes are body-frame derivatives.
 """
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -85,6 +86,34 @@ class EnergyMomentum(_Summable):
     @classmethod
     def zeros(cls):
         return cls(jnp.zeros(3), jnp.zeros(()))
+
+
+class MassContext(eqx.Module):
+    r"""What a state effector's `mass_props` may read: everything known before the composite mass
+    properties are (a variable-mass model needs the time, the commands and the states).
+
+    - `t` [s]; `args`: the `args` of the solve (commands; `None` outside a solve);
+    - `states`: the spacecraft's state dict `{"hub": ..., <effector name>: ...}` (at
+      `Spacecraft.init_state` the `"hub"` entry is absent: the hub state is built from the mass
+      properties).
+    """
+
+    t: Any
+    args: Any = None
+    states: Any = None
+
+
+class Contribution(NamedTuple):
+    r"""One state effector's part of one derivative evaluation (`AbstractStateEffector.contribute`).
+
+    - `back_sub`: its `BackSub` terms, summed into the hub's system;
+    - `derivative`: `derivative(rDDot_BN_B, omegaDot_BN_B) -> state derivative`, called once with the
+      solved hub accelerations; a closure over what the back-substitution terms computed, so that
+      nothing is evaluated twice.
+    """
+
+    back_sub: BackSub
+    derivative: Callable[[Array, Array], Any]
 
 
 class HubContext(eqx.Module):

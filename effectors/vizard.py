@@ -238,6 +238,11 @@ def vizard_message_class():
 # Framing: a base-128 varint length before each message
 
 
+def _limit(value):
+    """A wheel limit as Vizard shows it: -1 (none) when the limit group is unset (`None`)."""
+    return np.asarray(-1.0 if value is None else value, dtype=float)
+
+
 def _varint(n: int) -> bytes:
     out = bytearray()
     while True:
@@ -560,8 +565,8 @@ def write_vizard(
                         "u_s": trimmed((e.name, "u_s"), (k,), "motor torques [N m]", scope),
                         "gsHat_B": np.broadcast_to(np.asarray(e.gsHat_B, dtype=float), (k, 3)),
                         "rWB_B": np.broadcast_to(np.asarray(e.rWB_B, dtype=float), (k, 3)),
-                        "Omega_max": np.broadcast_to(np.asarray(e.Omega_max, dtype=float), (k,)),
-                        "u_max": np.broadcast_to(np.asarray(e.u_max, dtype=float), (k,)),
+                        "Omega_max": np.broadcast_to(_limit(e.Omega_max), (k,)),
+                        "u_max": np.broadcast_to(_limit(e.u_max), (k,)),
                     }
                 )
             elif isinstance(e, HingedRigidBodies):

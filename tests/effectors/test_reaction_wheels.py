@@ -741,7 +741,7 @@ def test_fully_coupled_mass_properties_and_outputs():
         theta=0.0,
     )
     x = rw.init_state()
-    mp = rw.mass_props(0.0, x)
+    mp = rw.mass_props(x)
     d = 0.02 / 2.0
     w2 = np.asarray(rw.w2Hat0_B[0])
     np.testing.assert_allclose(mp.mass, 2.0)

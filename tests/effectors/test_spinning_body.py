@@ -458,7 +458,7 @@ def test_validation_errors(arg, value):
 def test_zero_mass_is_a_pure_inertia():
     """mass = 0 is allowed (a balanced rotor): no mass, its inertia only."""
     body = spinners(mass=np.array([0.0, 20.0]))
-    mp = body.mass_props(0.0, body.init_state())
+    mp = body.mass_props(body.init_state())
     assert float(mp.mass) == 20.0
 
 
