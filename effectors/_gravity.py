@@ -21,7 +21,13 @@ import numpy as np
 
 from jaxsim.kinematics import dot3, mv3
 from jaxsim.signals import evaluate
-from jaxsim.validation import as_array, check_name, check_orthonormal, check_positive
+from jaxsim.validation import (
+    as_array,
+    check_name,
+    check_orthonormal,
+    check_positive,
+    check_unique_names,
+)
 
 
 class AbstractGravityBody(eqx.Module):
@@ -238,6 +244,29 @@ def _pines_acceleration(x, mu, radius, C, S, L):
     a3 = jnp.sum(w * jnp.sum(q1 * A[: L + 1, 1 : L + 2] * D, axis=1))
     a4 = -jnp.sum(w * jnp.sum(q2 * A[1 : L + 2, 1 : L + 2] * D, axis=1))
     return jnp.stack([a1 + s * a4, a2 + t * a4, a3 + u * a4])
+
+
+def gravity_bodies(cls: str, gravity) -> tuple:
+    """`gravity` (one body, a sequence or None) as a tuple of gravity bodies with unique names and
+    at most one `central` body; anything else is refused naming `cls` and the argument."""
+    if gravity is None:
+        return ()
+    if isinstance(gravity, AbstractGravityBody):
+        gravity = (gravity,)
+    gravity = tuple(gravity)
+    for i, b in enumerate(gravity):
+        if not isinstance(b, AbstractGravityBody):
+            raise TypeError(
+                f"{cls}: `gravity[{i}]` must be a gravity body (PointMassGravity, "
+                f"SphericalHarmonicGravity); got {type(b).__name__}."
+            )
+    check_unique_names(cls, "gravity", [b.name for b in gravity])
+    central = [b.name for b in gravity if b.central]
+    if len(central) > 1:
+        raise ValueError(
+            f"{cls}: `gravity` may flag at most one central body; got {len(central)} ({central})."
+        )
+    return gravity
 
 
 def gravity_at(bodies, t, r_CN_N):

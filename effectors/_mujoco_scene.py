@@ -41,9 +41,9 @@ import jax.numpy as jnp
 
 from jaxsim.dynamic_object import AbstractDynamicObject
 from jaxsim.kinematics import cross3, dcm_to_mrp, dot3
-from jaxsim.validation import as_array, check_name, check_unique_names
+from jaxsim.validation import as_array, check_name
 
-from ._gravity import AbstractGravityBody, gravity_at
+from ._gravity import gravity_at, gravity_bodies
 
 
 _CLS = "MuJoCoScene"
@@ -172,22 +172,7 @@ class MuJoCoScene(AbstractDynamicObject):
     def __init__(self, mjcf, *, gravity=(), model_gravity: bool = False, name: str = "scene"):
         mujoco, mjx = _mujoco()
         mj = _load_mjmodel(mjcf)
-        if isinstance(gravity, AbstractGravityBody):
-            gravity = (gravity,)
-        gravity = tuple(gravity)
-        for i, b in enumerate(gravity):
-            if not isinstance(b, AbstractGravityBody):
-                raise TypeError(
-                    f"{_CLS}: `gravity[{i}]` must be a gravity body (PointMassGravity, "
-                    f"SphericalHarmonicGravity); got {type(b).__name__}."
-                )
-        check_unique_names(_CLS, "gravity", [b.name for b in gravity])
-        n_central = sum(b.central for b in gravity)
-        if n_central > 1:
-            raise ValueError(
-                f"{_CLS}: `gravity` may flag at most one central body; got {n_central} "
-                f"({[b.name for b in gravity if b.central]})."
-            )
+        gravity = gravity_bodies(_CLS, gravity)
         if not isinstance(model_gravity, bool):
             raise TypeError(f"{_CLS}: `model_gravity` must be a bool; got {model_gravity!r}.")
         if mj.nv == 0:

@@ -23,7 +23,7 @@ from jaxsim.kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_
 from jaxsim.validation import as_array, check_name, check_unique_names
 
 from ._effector import AbstractDynamicEffector, AbstractStateEffector, check_state_effector
-from ._gravity import AbstractGravityBody, gravity_at
+from ._gravity import gravity_at, gravity_bodies
 from ._hub import Hub
 from ._types import BackSub, ForceTorque, HubContext, MassContext, MassProps
 
@@ -124,10 +124,9 @@ class Spacecraft(AbstractDynamicObject):
         )
         for e in self.state_effectors:
             check_state_effector(e)
-        self.gravity = _tuple_of(cls, "gravity", gravity, AbstractGravityBody)
+        self.gravity = gravity_bodies(cls, gravity)
         names = [_HUB_KEY] + [e.name for e in self.state_effectors + self.dynamic_effectors]
         check_unique_names(cls, "effectors (names, 'hub' reserved)", names)
-        check_unique_names(cls, "gravity", [b.name for b in self.gravity])
         state_names = {e.name for e in self.state_effectors}
         for e in self.state_effectors + self.dynamic_effectors:
             missing = [n for n in e.reads_states if n not in state_names]
@@ -136,12 +135,6 @@ class Spacecraft(AbstractDynamicObject):
                     f"{cls}: effector {e.name!r} reads the state(s) {missing!r}, which are not "
                     f"state effectors of this spacecraft; got state effectors {sorted(state_names)!r}."
                 )
-        n_central = sum(b.central for b in self.gravity)
-        if n_central > 1:
-            raise ValueError(
-                f"{cls}: `gravity` may flag at most one central body; got {n_central} "
-                f"({[b.name for b in self.gravity if b.central]})."
-            )
         self.name = check_name(cls, "name", name)
 
     # ----------------------------------------------------------------------------------------------
