@@ -81,7 +81,7 @@ def run(quick: bool = False, repeats: int | None = None) -> dict:
     import jaxsim as js
 
     have_bsk = bs.available()
-    reps = repeats if repeats is not None else (3 if quick else 7)
+    reps = repeats if repeats is not None else (3 if quick else 25)
     call_reps = 1 if quick else 2
     if reps < 1:
         raise ValueError(f"bench_slew.run: repeats must be >= 1, got {reps!r}.")
@@ -228,7 +228,7 @@ def to_markdown(data: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=TITLE)
     p.add_argument("--quick", action="store_true", help="only the 0.1 s case, 3 repeats")
-    p.add_argument("--repeats", type=int, default=None, help="timed repetitions (default 7)")
+    p.add_argument("--repeats", type=int, default=None, help="timed repetitions (default 25)")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     data = run(quick=a.quick, repeats=a.repeats)
