@@ -15,7 +15,7 @@ from jaxsim.validation import (
 )
 
 from ._effector import AbstractDynamicEffector
-from ._types import ForceTorque, HubContext
+from ._types import ForceTorque, HubContext, MassContext
 
 
 # Standard gravity [m/s^2] in the rocket equation mdot = F / (Isp g0) (CGPM 1901, exact).
@@ -103,12 +103,23 @@ class Thrusters(AbstractDynamicEffector):
     def n(self) -> int:
         return self.r_TB_B.shape[0]
 
-    def throttle_at(self, ctx: HubContext):
+    def throttle_at(self, ctx: HubContext | MassContext):
         """Throttle $u\\in[0,1]$ per thruster, shape `(n,)`: signal/constant plus command, clipped."""
         u = jnp.broadcast_to(evaluate(self.throttle, ctx.t), (self.n,))
         cmd = ctx.args.get(self.name, {}) if isinstance(ctx.args, dict) else {}
         u = u + jnp.broadcast_to(jnp.asarray(cmd.get("throttle", 0.0)), (self.n,))
         return jnp.clip(u, 0.0, 1.0)
+
+    def mass_flow(self, mctx: MassContext) -> Float[Array, " n"]:
+        r"""Mass flow per thruster $\dot m_i = u_i F_{\max,i}/(I_{sp,i} g_0)$ [kg/s], shape `(n,)`, $\ge 0$.
+
+        The mass-flow protocol of thruster effectors: a fuel tank linked to thrusters calls
+        `mass_flow(mctx)` on each of them, with the `MassContext` (`t`, `args`, `states`) it is given
+        in its own `mass_props`, and drains the sum. The value equals the `mDot` output at the same
+        time and commands (the throttle at `mctx.t` from the signal plus `args[name]`). It reads only
+        `mctx.t` and `mctx.args`, so it can be evaluated before the hub state is known.
+        """
+        return self.throttle_at(mctx) * self.max_thrust / (self.Isp * G0)
 
     def _loads(self, ctx: HubContext):
         u = self.throttle_at(ctx)

@@ -143,3 +143,17 @@ def test_thrusters_validation():
         fx.Thrusters(R_TB, T_HAT, F_MAX, ISP, throttle=[0.5, 0.5])
     with pytest.raises(ValueError, match="name"):
         fx.Thrusters(R_TB, T_HAT, F_MAX, ISP, name="")
+
+
+def test_mass_flow_protocol_equals_output():
+    """`mass_flow(MassContext)` (what a fuel tank calls) equals the `mDot` output at that time."""
+    sc = spacecraft(js.PiecewiseConstant([5.0], [[0.1, 0.2, 0.3], [0.5, 0.5, 0.5]]))
+    th = sc.dynamic_effectors[0]
+    y = rest_state(sc)
+    args = {"thr": {"throttle": np.array([0.3, 0.9, -0.2])}}
+    for t in (2.0, 7.0):
+        mctx = fx.MassContext(jnp.asarray(t), args, y)
+        out = th.outputs(sc.context(jnp.asarray(t), y, args))
+        np.testing.assert_allclose(th.mass_flow(mctx), out["mDot"], rtol=LOAD_RTOL)
+        assert th.mass_flow(mctx).shape == (3,)
+        assert bool(jnp.all(th.mass_flow(mctx) >= 0))
