@@ -44,7 +44,11 @@ from ._spinning_body import SpinningBodies as SpinningBodies
 from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
 from ._srp import CannonballSRP as CannonballSRP
 from ._stochastic_torque import StochasticTorque as StochasticTorque
-from ._thrusters import Thrusters as Thrusters
+from ._thrusters import (
+    OnTimeFSW as OnTimeFSW,
+    OnTimeSchedule as OnTimeSchedule,
+    Thrusters as Thrusters,
+)
 from ._types import (
     BackSub as BackSub,
     Contribution as Contribution,
