@@ -44,6 +44,7 @@ from ._spinning_body import SpinningBodies as SpinningBodies
 from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
 from ._srp import CannonballSRP as CannonballSRP
 from ._stochastic_torque import StochasticTorque as StochasticTorque
+from ._thruster_state_effector import ThrusterStateEffector as ThrusterStateEffector
 from ._thrusters import (
     OnTimeFSW as OnTimeFSW,
     OnTimeSchedule as OnTimeSchedule,
