@@ -16,6 +16,7 @@ from ._effector import (
     AbstractDynamicEffector as AbstractDynamicEffector,
     AbstractEffector as AbstractEffector,
     AbstractStateEffector as AbstractStateEffector,
+    as_contribution as as_contribution,
 )
 from ._exponential_atmosphere import ExponentialAtmosphere as ExponentialAtmosphere
 from ._ext_force_torque import ExtForceTorque as ExtForceTorque
@@ -36,6 +37,10 @@ from ._gravity import (
 from ._gravity_gradient import GravityGradient as GravityGradient
 from ._hinged_rigid_bodies import HingedRigidBodies as HingedRigidBodies
 from ._hub import Hub as Hub
+from ._joints import (
+    JointContribution as JointContribution,
+    JointRows as JointRows,
+)
 from ._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
 from ._mujoco_scene import MuJoCoScene as MuJoCoScene
 from ._reaction_wheels import ReactionWheels as ReactionWheels

@@ -17,6 +17,7 @@ from typing import Any
 import equinox as eqx
 import jax
 
+from ._joints import JointContribution
 from ._types import (
     BackSub,
     Contribution,
@@ -80,6 +81,18 @@ class AbstractDynamicEffector(AbstractEffector):
         return {}
 
 
+def as_contribution(part) -> Contribution:
+    """A `Contribution` from what `contribute` returned (a `JointContribution`'s rows summed into
+    a `BackSub`, its derivative fed with the rows' accelerations)."""
+    if not isinstance(part, JointContribution):
+        return part
+    rows, derivative = part
+    return Contribution(
+        rows.back_sub(),
+        lambda rDDot_BN_B, omegaDot_BN_B: derivative(rows.accelerations(rDDot_BN_B, omegaDot_BN_B)),
+    )
+
+
 def _missing(effector, method: str) -> str:
     return (
         f"{type(effector).__name__}: a state effector implements `contribute(x, ctx)`, or both "
@@ -133,11 +146,13 @@ class AbstractStateEffector(AbstractEffector):
         and the `MassContext` (time, `args`, all states). Default: none."""
         return MassProps.zeros()
 
-    def contribute(self, x, ctx: HubContext) -> Contribution:
+    def contribute(self, x, ctx: HubContext) -> Contribution | JointContribution:
         """This effector's part of one derivative evaluation, in one pass: its back-substitution
         terms and a closure giving its state derivative from the solved hub accelerations
-        (`Contribution`). Override it to compute shared intermediates once. Default: from
-        `back_substitution` and `derivative`."""
+        (`Contribution`), or, for a 1-DOF effector, its joint rows and a closure giving its state
+        derivative from its joint accelerations (`JointContribution`, stacked by the spacecraft
+        with the rows of its other 1-DOF effectors). Override it to compute shared intermediates
+        once. Default: from `back_substitution` and `derivative`."""
         return Contribution(
             self.back_substitution(x, ctx),
             lambda rDDot_BN_B, omegaDot_BN_B: self.derivative(x, ctx, rDDot_BN_B, omegaDot_BN_B),
@@ -148,14 +163,14 @@ class AbstractStateEffector(AbstractEffector):
         `derivative`, or `contribute` (then this method is `contribute(x, ctx).back_sub`)."""
         if type(self).contribute is AbstractStateEffector.contribute:
             raise NotImplementedError(_missing(self, "back_substitution"))
-        return self.contribute(x, ctx).back_sub
+        return as_contribution(self.contribute(x, ctx)).back_sub
 
     def derivative(self, x, ctx: HubContext, rDDot_BN_B, omegaDot_BN_B) -> Any:
         """State derivative from the solved hub accelerations (both in $\\mathcal B$ components).
         Implement this and `back_substitution`, or `contribute`."""
         if type(self).contribute is AbstractStateEffector.contribute:
             raise NotImplementedError(_missing(self, "derivative"))
-        return self.contribute(x, ctx).derivative(rDDot_BN_B, omegaDot_BN_B)
+        return as_contribution(self.contribute(x, ctx)).derivative(rDDot_BN_B, omegaDot_BN_B)
 
     def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
         """Energy/momentum contribution. Default: none."""
@@ -164,6 +179,11 @@ class AbstractStateEffector(AbstractEffector):
     def outputs(self, x, ctx: HubContext) -> dict:
         """Derived outputs recorded at sample times. Default: the states themselves."""
         return {}
+
+    def derived(self, x, ctx: HubContext) -> tuple[dict, EnergyMomentum]:
+        """`(outputs(x, ctx), energy_momentum(x, ctx))`, what the spacecraft records at the
+        samples; override to compute what the two share once."""
+        return self.outputs(x, ctx), self.energy_momentum(x, ctx)
 
     def step_map(self, t, x):
         """Map after each completed step (Basilisk `modifyStates`); returns `(x, counts)`."""

@@ -34,7 +34,8 @@ from jaxsim.validation import (
 
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
 from ._effector import AbstractStateEffector
-from ._types import BackSub, Contribution, EnergyMomentum, HubContext, MassProps
+from ._joints import JointContribution, JointRows
+from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import command, input_at, per_unit, unit_count, unit_input
 
 
@@ -277,9 +278,11 @@ class HingedRigidBodies(AbstractStateEffector):
         ) / J
         return kin, a, b, c_theta, (F_B, tau_B)
 
-    def contribute(self, x, ctx: HubContext) -> Contribution:
-        """Back-substitution terms and the hinge accelerations from one evaluation of the panel
-        coefficients $\\mathbf a$, $\\mathbf b$, $c_\\theta$ ($\\ddot\\theta = \\mathbf a^T\\ddot{\\mathbf r} + \\mathbf b^T\\dot{\\boldsymbol\\omega} + c_\\theta$)."""
+    def contribute(self, x, ctx: HubContext) -> JointContribution:
+        r"""The panels' joint rows from one evaluation of their coefficients $\mathbf a$,
+        $\mathbf b$, $c_\theta$ ($\ddot\theta = \mathbf a^T\ddot{\mathbf r} + \mathbf b^T\dot{\boldsymbol\omega} + c_\theta$),
+        with columns $\mathbf p = m d\,\hat{\mathbf s}_3$ and
+        $\mathbf q = I_{s_2}\hat{\mathbf s}_2 + m d\,\mathbf r_{S/B}\times\hat{\mathbf s}_3$."""
         kin, a, b, c_theta, (F_B, tau_B) = self._coefficients(x, ctx)
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
         thetaDot = x["thetaDot"]
@@ -289,37 +292,31 @@ class HingedRigidBodies(AbstractStateEffector):
         md = (m * d)[:, None]
         f = Is2[:, None] * s2 + md * cross3(r_SB, s3)
         td2 = (thetaDot**2)[:, None]
-        v_trans = -md * (td2 * s1 + c_theta[:, None] * s3) + F_B
+        v_trans = -md * td2 * s1 + F_B
         v_rot = (
-            -(
-                thetaDot[:, None] * cross3(omega, f)
-                + c_theta[:, None] * f
-                + md * td2 * cross3(r_SB, s1)
-            )
+            -(thetaDot[:, None] * cross3(omega, f) + md * td2 * cross3(r_SB, s1))
             + tau_B
             + cross3(r_SB, F_B)
         )
-        mds3 = md * s3
-        bs = BackSub(
-            A=jnp.sum(outer3(mds3, a), axis=0),
-            B=jnp.sum(outer3(mds3, b), axis=0),
-            C=jnp.sum(outer3(f, a), axis=0),
-            D=jnp.sum(outer3(f, b), axis=0),
+        rows = JointRows(
+            p=md * s3,
+            q=f,
+            a=a,
+            b=b,
+            c=c_theta,
             v_trans=jnp.sum(v_trans, axis=0),
             v_rot=jnp.sum(v_rot, axis=0),
         )
-
-        def derivative(rDDot_BN_B, omegaDot_BN_B):
-            thetaDDot = dot3(a, rDDot_BN_B) + dot3(b, omegaDot_BN_B) + c_theta
-            return {"theta": thetaDot, "thetaDot": thetaDDot}
-
-        return Contribution(bs, derivative)
+        return JointContribution(rows, lambda thetaDDot: {"theta": thetaDot, "thetaDot": thetaDDot})
 
     # ----------------------------------------------------------------------------------------------
     # Diagnostics
 
     def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
-        dcm_SB, s1, s2, s3, r_SB, rPrime_SB = self._kinematics(x)
+        return self._energy_momentum(x, ctx, self._kinematics(x))
+
+    def _energy_momentum(self, x, ctx: HubContext, kin) -> EnergyMomentum:
+        dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
         m = self.mass
         omega = jnp.broadcast_to(ctx.omega_BN_B, s1.shape)
         _, thetaRef, _ = self._inputs(ctx)
@@ -352,7 +349,14 @@ class HingedRigidBodies(AbstractStateEffector):
     }
 
     def outputs(self, x, ctx: HubContext) -> dict:
+        return self._outputs(x, ctx, self._kinematics(x))
+
+    def derived(self, x, ctx: HubContext):
+        """`outputs` and `energy_momentum` from one evaluation of the kinematics."""
         kin = self._kinematics(x)
+        return self._outputs(x, ctx, kin), self._energy_momentum(x, ctx, kin)
+
+    def _outputs(self, x, ctx: HubContext, kin) -> dict:
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
         theta, thetaDot = x["theta"], x["thetaDot"]
         omega = ctx.omega_BN_B

@@ -121,7 +121,8 @@ from jaxsim.validation import (
 )
 
 from ._effector import AbstractStateEffector
-from ._types import BackSub, Contribution, EnergyMomentum, HubContext, MassProps
+from ._joints import JointContribution, JointRows
+from ._types import EnergyMomentum, HubContext, MassProps
 
 
 _CLS = "ReactionWheels"
@@ -629,19 +630,16 @@ class ReactionWheels(AbstractStateEffector):
         )
 
     def _coefficients(self, x, ctx):
-        r"""Per-wheel $(\mathbf a_\Omega, \mathbf b_\Omega, c_\Omega)$, the summed contributions and the torques."""
+        r"""The wheels' `JointRows` ($\dot\Omega = \mathbf a^T\ddot{\mathbf r} + \mathbf b^T\dot{\boldsymbol\omega} + c$)
+        and the torques."""
         g = self.gsHat_B
         Omega = x["Omega"]
         omega = ctx.omega_BN_B[None, :]
         u_cmd, u_s, tau_f = self._torques(x, ctx)
         torque = u_s + tau_f
-        z33 = jnp.zeros((3, 3))
         if self.model != "jitter_fully_coupled":
-            a = jnp.zeros_like(g)
-            b = -g
-            c = torque / self.Js
-            D = -jnp.sum(self.Js[:, None, None] * outer3(g, g), 0)
-            v_rot = -jnp.sum(torque[:, None] * g + (self.Js * Omega)[:, None] * cross3(omega, g), 0)
+            # Spin axis only: p = 0, q = Js gs, a = 0, b = -gs, c = torque / Js.
+            v_rot = -jnp.sum((self.Js * Omega)[:, None] * cross3(omega, g), 0)
             v_trans = jnp.zeros(3)
             if self.model == "jitter_simple":
                 w2, _ = self._axes(x["theta"])
@@ -649,7 +647,16 @@ class ReactionWheels(AbstractStateEffector):
                 F_s = (self.U_s * O2)[:, None] * w2
                 v_trans = jnp.sum(F_s, 0)
                 v_rot = v_rot + jnp.sum(cross3(self.rWB_B, F_s) + (self.U_d * O2)[:, None] * w2, 0)
-            return a, b, c, BackSub(z33, z33, z33, D, v_trans, v_rot), (u_cmd, u_s, tau_f)
+            rows = JointRows(
+                p=jnp.zeros_like(g),
+                q=self.Js[:, None] * g,
+                a=jnp.zeros_like(g),
+                b=-g,
+                c=torque / self.Js,
+                v_trans=v_trans,
+                v_rot=v_rot,
+            )
+            return rows, (u_cmd, u_s, tau_f)
 
         R = self._rotor(x)
         w2, w3, m, d, J13, r = R["w2"], R["w3"], R["m"], R["d"], R["J13"], R["r"]
@@ -669,39 +676,31 @@ class ReactionWheels(AbstractStateEffector):
             + grav
         ) / Jd
         I_g = mv3(R["I_Wc"], g)
-        f = I_g + md[:, None] * cross3(r, w3)
-        mdw3 = md[:, None] * w3
-        A = jnp.sum(outer3(mdw3, a), 0)
-        B = jnp.sum(outer3(mdw3, b), 0)
-        C = jnp.sum(outer3(f, a), 0)
-        D = jnp.sum(outer3(f, b), 0)
         O2 = Omega**2
-        v_trans = jnp.sum(md[:, None] * (O2[:, None] * w2 - c[:, None] * w3), 0)
         v_rot = jnp.sum(
             (md * O2)[:, None] * cross3(r, w2)
             - Omega[:, None] * mv3(R["Ip_Wc"], g)
-            - cross3(omega, Omega[:, None] * I_g + m[:, None] * cross3(r, R["rp"]))
-            - f * c[:, None],
+            - cross3(omega, Omega[:, None] * I_g + m[:, None] * cross3(r, R["rp"])),
             0,
         )
-        return a, b, c, BackSub(A, B, C, D, v_trans, v_rot), (u_cmd, u_s, tau_f)
+        rows = JointRows(
+            p=md[:, None] * w3,
+            q=I_g + md[:, None] * cross3(r, w3),
+            a=a,
+            b=b,
+            c=c,
+            v_trans=jnp.sum((md * O2)[:, None] * w2, 0),
+            v_rot=v_rot,
+        )
+        return rows, (u_cmd, u_s, tau_f)
 
-    def contribute(self, x, ctx: HubContext) -> Contribution:
-        r"""Back-substitution terms and the wheel accelerations from one evaluation of the per-wheel
-        coefficients ($\dot\Omega = \mathbf a^T\ddot{\mathbf r} + \mathbf b^T\dot{\boldsymbol\omega} + c$)."""
-        a, b, c, bs, (_, u_s, tau_f) = self._coefficients(x, ctx)
+    def contribute(self, x, ctx: HubContext) -> JointContribution:
+        """The wheels' joint rows from one evaluation of the per-wheel coefficients."""
+        rows, (_, u_s, tau_f) = self._coefficients(x, ctx)
         Omega = x["Omega"]
 
-        def derivative(rDDot_BN_B, omegaDot_BN_B):
-            if self.model == "jitter_fully_coupled":
-                # a . rDDot and b . omegaDot in one reduction (a kernel per reduction on the CPU).
-                acc = jnp.broadcast_to(
-                    jnp.stack([rDDot_BN_B, omegaDot_BN_B])[:, None, :], (2,) + a.shape
-                )
-                a_r, b_w = dot3(jnp.stack([a, b]), acc)
-                dx = {"Omega": a_r + b_w + c}
-            else:  # a = 0, b = -gs: Omega_dot = c - gs . omegaDot
-                dx = {"Omega": c + dot3(b, omegaDot_BN_B[None, :])}
+        def derivative(OmegaDot):
+            dx = {"Omega": OmegaDot}
             if self._jitter:
                 dx["theta"] = Omega
             if self.stribeck:
@@ -712,7 +711,7 @@ class ReactionWheels(AbstractStateEffector):
                 dx["friction_work"] = tau_f * Omega
             return dx
 
-        return Contribution(bs, derivative)
+        return JointContribution(rows, derivative)
 
     def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
         Omega = x["Omega"]

@@ -22,9 +22,11 @@ from jaxsim.dynamic_object import AbstractDynamicObject, merge_derived
 from jaxsim.kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_to_dcm, mv3, tilde
 from jaxsim.validation import as_array, check_name, check_unique_names
 
+from . import _joints as joints
 from ._effector import AbstractDynamicEffector, AbstractStateEffector, check_state_effector
 from ._gravity import gravity_at, gravity_bodies
 from ._hub import Hub
+from ._joints import JointContribution
 from ._types import BackSub, ForceTorque, HubContext, MassContext, MassProps
 
 
@@ -262,7 +264,11 @@ class Spacecraft(AbstractDynamicObject):
         return rDDot_B, omega_dot
 
     def _solve(self, ctx: HubContext, y):
-        """The hub accelerations and each state effector's `Contribution` (one pass each)."""
+        """The hub accelerations and each state effector's derivative closure (one pass each).
+
+        The joint rows of all 1-DOF effectors (`JointContribution`) are stacked: their $6\times6$
+        block, their right-hand side and, after the solve, their joint accelerations are one
+        batched product each, whatever the number and kinds of those effectors."""
         omega, c, cp, m = ctx.omega_BN_B, ctx.c_B, ctx.cPrime_B, ctx.m_sc
         ct = tilde(c)
         I_omega, Iprime_omega = mv3(jnp.stack([ctx.ISC_B, ctx.ISCPrime_B]), omega)
@@ -277,8 +283,17 @@ class Spacecraft(AbstractDynamicObject):
             v_rot=-cross3(omega, I_omega) - Iprime_omega,
         )
         parts = [e.contribute(y[e.name], ctx) for e in self.state_effectors]
+        joint = [p for p in parts if isinstance(p, JointContribution)]
         for part in parts:
-            bs = bs + part.back_sub
+            if not isinstance(part, JointContribution):
+                bs = bs + part.back_sub
+        if joint:
+            cols, rows, c_q, v0, offsets = joints.stack([p.rows for p in joint])
+            M, v = joints.assemble(cols, rows, c_q)
+            v = v + v0
+            bs = bs + BackSub(
+                A=M[:3, :3], B=M[:3, 3:], C=M[3:, :3], D=M[3:, 3:], v_trans=v[:3], v_rot=v[3:]
+            )
         ft = self.loads(ctx)
         F_g_B, F_N_B = mv3(ctx.dcm_BN, jnp.stack([m * ctx.g_N, ft.force_N]))
         v_trans = bs.v_trans + F_g_B + F_N_B + ft.force_B
@@ -287,11 +302,20 @@ class Spacecraft(AbstractDynamicObject):
         CAinv = mm3(bs.C, A_inv)
         omega_dot = mv3(inv3(bs.D - mm3(CAinv, bs.B)), v_rot - mv3(CAinv, v_trans))
         rDDot_B = mv3(A_inv, v_trans - mv3(bs.B, omega_dot))
-        return rDDot_B, omega_dot, parts
+        if joint:
+            qDDot = joints.accelerations(rows, c_q, jnp.concatenate([rDDot_B, omega_dot]))
+        derivatives, k = [], 0
+        for part in parts:
+            if isinstance(part, JointContribution):
+                derivatives.append(part.derivative(qDDot[offsets[k] : offsets[k + 1]]))
+                k += 1
+            else:
+                derivatives.append(part.derivative(rDDot_B, omega_dot))
+        return rDDot_B, omega_dot, derivatives
 
     def drift(self, t, y, args):
         ctx = self.context(t, y, args)
-        rDDot_B, omega_dot, parts = self._solve(ctx, y)
+        rDDot_B, omega_dot, derivatives = self._solve(ctx, y)
         hub = y[_HUB_KEY]
         dy = {
             _HUB_KEY: {
@@ -301,8 +325,8 @@ class Spacecraft(AbstractDynamicObject):
                 "omega_BN_B": omega_dot,
             }
         }
-        for e, part in zip(self.state_effectors, parts):
-            dy[e.name] = part.derivative(rDDot_B, omega_dot)
+        for e, dx in zip(self.state_effectors, derivatives):
+            dy[e.name] = dx
         return dy
 
     @property
@@ -373,11 +397,13 @@ class Spacecraft(AbstractDynamicObject):
         `totRotAngMomPntC_N` [kg m^2/s] (orbital quantities relative to the integration origin)."""
         return self._energy_momentum(self.context(t, y, args), y)
 
-    def _energy_momentum(self, ctx: HubContext, y) -> dict:
+    def _energy_momentum(self, ctx: HubContext, y, parts=None) -> dict:
         t = ctx.t
         em = self.hub.energy_momentum(ctx.omega_BN_B)
-        for e in self.state_effectors:
-            em = em + e.energy_momentum(y[e.name], ctx)
+        if parts is None:
+            parts = [e.energy_momentum(y[e.name], ctx) for e in self.state_effectors]
+        for part in parts:
+            em = em + part
         m, c, cdot = ctx.m_sc, ctx.c_B, ctx.cDot_B
         if self.gravity:
             _, U, _ = gravity_at(self.gravity, t, ctx.r_CN_N)
@@ -395,9 +421,15 @@ class Spacecraft(AbstractDynamicObject):
         return self._outputs(self.context(t, y, args), y)
 
     def derived(self, t, y, args) -> dict:
-        """`outputs` and `energy_momentum` together, from one evaluation of the hub context."""
+        """`outputs` and `energy_momentum` together, in one pass: one evaluation of the hub
+        context, and each state effector's `derived` (its outputs and energy/momentum sharing
+        their intermediates). The drivers call it batched over the samples."""
         ctx = self.context(t, y, args)
-        return merge_derived(self._outputs(ctx, y), self._energy_momentum(ctx, y))
+        both = [e.derived(y[e.name], ctx) for e in self.state_effectors]
+        return merge_derived(
+            self._outputs(ctx, y, [o for o, _ in both]),
+            self._energy_momentum(ctx, y, [em for _, em in both]),
+        )
 
     def output_units(self) -> dict:
         """Units of `derived`'s entries: the hub's outputs and Basilisk's totals, and each effector's
@@ -418,7 +450,7 @@ class Spacecraft(AbstractDynamicObject):
                 units[e.name] = u
         return units
 
-    def _outputs(self, ctx: HubContext, y) -> dict:
+    def _outputs(self, ctx: HubContext, y, state_outputs=None) -> dict:
         out = {
             "r_BN_N": ctx.r_BN_N + ctx.r_origin_N,
             "v_BN_N": ctx.v_BN_N + ctx.v_origin_N,
@@ -431,8 +463,9 @@ class Spacecraft(AbstractDynamicObject):
             "ISC_PntB_B": ctx.ISC_B,
             "g_N": ctx.g_N,
         }
-        for e in self.state_effectors:
-            o = e.outputs(y[e.name], ctx)
+        if state_outputs is None:
+            state_outputs = [e.outputs(y[e.name], ctx) for e in self.state_effectors]
+        for e, o in zip(self.state_effectors, state_outputs):
             if o:
                 out[e.name] = o
         for e in self.dynamic_effectors:

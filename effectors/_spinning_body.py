@@ -23,7 +23,8 @@ from jaxsim.validation import (
 
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
 from ._effector import AbstractStateEffector
-from ._types import BackSub, Contribution, EnergyMomentum, HubContext, MassProps
+from ._joints import JointContribution, JointRows
+from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import check_flags, command, input_at, per_unit, unit_count, unit_input
 
 
@@ -294,9 +295,9 @@ class SpinningBodies(AbstractStateEffector):
             c_theta = jnp.where(free, c_theta, 0.0)
         return kin, q, a, b, c_theta, (F_B, tau_B)
 
-    def contribute(self, x, ctx: HubContext) -> Contribution:
-        """Back-substitution terms and the spin accelerations from one evaluation of the
-        coefficients."""
+    def contribute(self, x, ctx: HubContext) -> JointContribution:
+        r"""The bodies' joint rows from one evaluation of the coefficients, with columns
+        $\mathbf p = -m\,\mathbf q_S$ and $\mathbf q = [I_{S_c}]\hat{\mathbf s} - m\,\mathbf r_{S_c/B}\times\mathbf q_S$."""
         kin, q, a, b, c_theta, (F_B, tau_B) = self._coefficients(x, ctx)
         m1 = self.mass[:, None]
         s, r_ScB, I_Sc, omega_SB, rPrime = (
@@ -308,39 +309,34 @@ class SpinningBodies(AbstractStateEffector):
         )
         omega = jnp.broadcast_to(ctx.omega_BN_B, s.shape)
         omega_SN = omega + omega_SB
-        f = mv3(I_Sc, s) - m1 * cross3(r_ScB, q)
-        mq = m1 * q
-        ct = c_theta[:, None]
-        v_trans = -m1 * cross3(omega_SB, rPrime) + mq * ct + F_B
+        v_trans = -m1 * cross3(omega_SB, rPrime) + F_B
         v_rot = (
             -cross3(omega_SN, mv3(I_Sc, omega_SB))
             - m1 * cross3(omega, cross3(r_ScB, rPrime))
             - m1 * cross3(r_ScB, cross3(omega_SB, rPrime))
-            - f * ct
             + tau_B
             + cross3(self.r_SB_B, F_B)
         )
-        bs = BackSub(
-            A=-jnp.sum(outer3(mq, a), axis=0),
-            B=-jnp.sum(outer3(mq, b), axis=0),
-            C=jnp.sum(outer3(f, a), axis=0),
-            D=jnp.sum(outer3(f, b), axis=0),
+        rows = JointRows(
+            p=-m1 * q,
+            q=mv3(I_Sc, s) - m1 * cross3(r_ScB, q),
+            a=a,
+            b=b,
+            c=c_theta,
             v_trans=jnp.sum(v_trans, axis=0),
             v_rot=jnp.sum(v_rot, axis=0),
         )
-
-        def derivative(rDDot_BN_B, omegaDot_BN_B):
-            thetaDDot = dot3(a, rDDot_BN_B) + dot3(b, omegaDot_BN_B) + c_theta
-            # Locked bodies: a = b = c = 0 gives a zero acceleration; their rate is already 0.
-            return {"theta": kin["thetaDot"], "thetaDot": thetaDDot}
-
-        return Contribution(bs, derivative)
+        # Locked bodies: a = b = c = 0 gives a zero acceleration; their rate is already 0.
+        thetaDot = kin["thetaDot"]
+        return JointContribution(rows, lambda thetaDDot: {"theta": thetaDot, "thetaDot": thetaDDot})
 
     # ----------------------------------------------------------------------------------------------
     # Diagnostics
 
     def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
-        kin = self._kinematics(x)
+        return self._energy_momentum(x, ctx, self._kinematics(x))
+
+    def _energy_momentum(self, x, ctx: HubContext, kin) -> EnergyMomentum:
         m = self.mass
         omega = jnp.broadcast_to(ctx.omega_BN_B, kin["s"].shape)
         _, thetaRef, _ = self._inputs(ctx)
@@ -371,7 +367,14 @@ class SpinningBodies(AbstractStateEffector):
     }
 
     def outputs(self, x, ctx: HubContext) -> dict:
+        return self._outputs(x, ctx, self._kinematics(x))
+
+    def derived(self, x, ctx: HubContext):
+        """`outputs` and `energy_momentum` from one evaluation of the kinematics."""
         kin = self._kinematics(x)
+        return self._outputs(x, ctx, kin), self._energy_momentum(x, ctx, kin)
+
+    def _outputs(self, x, ctx: HubContext, kin) -> dict:
         thetaDot = kin["thetaDot"]
         omega = ctx.omega_BN_B
         u, thetaRef, thetaDotRef = self._inputs(ctx)

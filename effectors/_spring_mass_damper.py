@@ -8,11 +8,12 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxsim.kinematics import cross3, dot3, mm3, outer3, tilde
+from jaxsim.kinematics import cross3, dot3, mm3, tilde
 from jaxsim.validation import check_name, check_nonnegative, check_positive, check_unit_vectors
 
 from ._effector import AbstractStateEffector
-from ._types import BackSub, Contribution, EnergyMomentum, HubContext, MassProps
+from ._joints import JointContribution, JointRows
+from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import per_unit, unit_count
 
 
@@ -114,31 +115,29 @@ class SpringMassDampers(AbstractStateEffector):
         )
         return r, rPrime, a, b, c_rho
 
-    def contribute(self, x, ctx: HubContext) -> Contribution:
-        """Back-substitution terms and the mass accelerations from one evaluation of the
-        coefficients."""
+    def contribute(self, x, ctx: HubContext) -> JointContribution:
+        r"""The masses' joint rows from one evaluation of the coefficients, with columns
+        $\mathbf p = m\hat{\mathbf p}$ and $\mathbf q = -m\,\mathbf r_{P_c/B}\times\hat{\mathbf p}$."""
         r, rPrime, a, b, c_rho = self._coefficients(x, ctx)
         m1 = self.mass[:, None]
         omega = jnp.broadcast_to(ctx.omega_BN_B, r.shape)
-        mp = m1 * self.pHat_B
-        mb = m1 * b
-        bs = BackSub(
-            A=jnp.sum(outer3(mp, a), axis=0),
-            B=jnp.sum(outer3(mp, b), axis=0),
-            C=-jnp.sum(outer3(mb, a), axis=0),
-            D=-jnp.sum(outer3(mb, b), axis=0),
-            v_trans=-jnp.sum(c_rho[:, None] * mp, axis=0),
-            v_rot=jnp.sum(-m1 * cross3(omega, cross3(r, rPrime)) + c_rho[:, None] * mb, axis=0),
+        rows = JointRows(
+            p=m1 * self.pHat_B,
+            q=-m1 * b,
+            a=a,
+            b=b,
+            c=c_rho,
+            v_trans=jnp.zeros(3),
+            v_rot=-jnp.sum(m1 * cross3(omega, cross3(r, rPrime)), axis=0),
         )
-
-        def derivative(rDDot_BN_B, omegaDot_BN_B):
-            rhoDDot = dot3(a, rDDot_BN_B) + dot3(b, omegaDot_BN_B) + c_rho
-            return {"rho": x["rhoDot"], "rhoDot": rhoDDot}
-
-        return Contribution(bs, derivative)
+        rhoDot = x["rhoDot"]
+        return JointContribution(rows, lambda rhoDDot: {"rho": rhoDot, "rhoDot": rhoDDot})
 
     def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
-        r, rPrime = self._kinematics(x)
+        return self._energy_momentum(x, ctx, self._kinematics(x))
+
+    def _energy_momentum(self, x, ctx: HubContext, kin) -> EnergyMomentum:
+        r, rPrime = kin
         m = self.mass
         rDot = rPrime + cross3(jnp.broadcast_to(ctx.omega_BN_B, r.shape), r)
         H = jnp.sum(m[:, None] * cross3(r, rDot), axis=0)
@@ -156,7 +155,15 @@ class SpringMassDampers(AbstractStateEffector):
     }
 
     def outputs(self, x, ctx: HubContext) -> dict:
-        r, _ = self._kinematics(x)
+        return self._outputs(x, ctx, self._kinematics(x))
+
+    def derived(self, x, ctx: HubContext):
+        """`outputs` and `energy_momentum` from one evaluation of the kinematics."""
+        kin = self._kinematics(x)
+        return self._outputs(x, ctx, kin), self._energy_momentum(x, ctx, kin)
+
+    def _outputs(self, x, ctx: HubContext, kin) -> dict:
+        r, _ = kin
         rho, rhoDot = x["rho"], x["rhoDot"]
         return {
             "rho": rho,
