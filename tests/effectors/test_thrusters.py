@@ -318,3 +318,41 @@ def test_on_time_validation():
         fx.OnTimeFSW(0.5, lambda t, y, a: 0.0, 3)
     with pytest.raises(ValueError, match="OnTimeFSW.*min_on_time"):
         fx.OnTimeFSW(js.Clock(0.5), lambda t, y, a: 0.0, 3, min_on_time=[0.1, 0.2])
+
+
+# Gradient of the final state w.r.t. burn start, on-time and Isp: the on-time edges are segment
+# boundaries of the hybrid driver (traced breakpoints of `OnTimeSchedule`), so the RK4 solution is
+# smooth in them. Central differences: truncation ~(eps/scale)^2 and a round-off-level jump of
+# ~1e-11 rad/s in the final rate (measured; its FD error grows as 1/eps: 2e-4 relative at 1e-5 s)
+# balance at these steps, where the measured gap is <= 1e-6 relative; 5e-6 leaves margin.
+GRAD_FD_RTOL = 5e-6
+FD_EPS_T = 3e-3  # [s]
+FD_EPS_ISP = 0.1  # [s]
+W0 = np.array([0.2, -0.1, 0.15])  # [rad/s]: the exhaust torque (depletion loads) depends on Isp
+
+
+def _final_state(p):
+    """Final (v, omega) for a burn at traced start p[0], on-time p[1], thruster-0 Isp p[2]."""
+    sched = fx.OnTimeSchedule(p[0][None], jnp.stack([p[1], 0.6 * p[1]])[None, :])
+    th = fx.Thrusters(R_TB[1:], T_HAT[1:], F_MAX[1:], jnp.stack([p[2], ISP[2]]), throttle=sched,
+                      area_nozzle=[0.02, 0.01], depletion_loads=True, name="thr")  # fmt: skip
+    sc = fx.Spacecraft(fx.Hub(M, I_HUB), dynamic_effectors=(th,))
+    z = np.zeros(3)
+    y0 = sc.init_state(z, z, z, W0)
+    sol = js.simulate(
+        sc, y0, 4.0, dt=0.5, solver=js.RK4(), ts=np.array([0.0, 4.0]), discontinuities=[sc]
+    )
+    return jnp.concatenate([sol.ys["hub"]["v_BN_N"][-1], sol.ys["hub"]["omega_BN_B"][-1]])
+
+
+@pytest.mark.slow  # ~40 s on 2 shared cores: the jacobian compiles the hybrid segment loop
+def test_gradient_wrt_burn_start_on_time_isp():
+    p = jnp.asarray([0.8, 1.7, 220.0])  # start and end off the step grid
+    f = jax.jit(_final_state)
+    jac = np.asarray(jax.jit(jax.jacrev(_final_state))(p))
+    for j, eps in enumerate((FD_EPS_T, FD_EPS_T, FD_EPS_ISP)):
+        dp = jnp.zeros(3).at[j].set(eps)
+        fd = (np.asarray(f(p + dp)) - np.asarray(f(p - dp))) / (2 * eps)
+        scale = np.abs(fd).max()
+        assert scale > 0
+        np.testing.assert_allclose(jac[:, j], fd, rtol=0, atol=GRAD_FD_RTOL * scale)
