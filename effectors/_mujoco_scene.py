@@ -39,7 +39,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from jaxsim.dynamic_object import AbstractDynamicObject
+from jaxsim.dynamic_object import AbstractDynamicObject, ArrayCommand
 from jaxsim.kinematics import cross3, dcm_to_mrp, dot3
 from jaxsim.validation import as_array, check_name
 
@@ -349,6 +349,18 @@ class MuJoCoScene(AbstractDynamicObject):
 
     def breakpoints(self):
         return ()
+
+    def command_spec(self) -> dict:
+        """`ctrl` `(nu,)` and `xfrc_applied` `(nbody, 6)`, each read as one array from `args`
+        (checked by `simulate`: a misspelt or misshapen command is an error, not ignored)."""
+        return {
+            "ctrl": ArrayCommand((self.nu,)),
+            "xfrc_applied": ArrayCommand((self.nbody, 6)),
+        }
+
+    @property
+    def reads_only_commands(self) -> bool:
+        return True
 
     # ----------------------------------------------------------------------------------------------
     # Diagnostics

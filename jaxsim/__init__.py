@@ -38,7 +38,11 @@ from ._clocks import (
     Schedule as Schedule,
 )
 from ._compile import compiler_options as compiler_options, jit as jit
-from ._dynamic_object import AbstractDynamicObject as AbstractDynamicObject, System as System
+from ._dynamic_object import (
+    AbstractDynamicObject as AbstractDynamicObject,
+    ArrayCommand as ArrayCommand,
+    System as System,
+)
 from ._events import Event as Event, EventLog as EventLog
 from ._hybrid import HybridSolution as HybridSolution
 from ._results import RESULTS as RESULTS

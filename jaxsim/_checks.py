@@ -27,7 +27,13 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
-from ._dynamic_object import AbstractDynamicObject, System, state_shapes, structure_key
+from ._dynamic_object import (
+    AbstractDynamicObject,
+    ArrayCommand,
+    System,
+    state_shapes,
+    structure_key,
+)
 from ._solvers import AbstractSolver
 from ._validation import _fmt, is_concrete
 
@@ -311,10 +317,13 @@ def check_y0(model: AbstractDynamicObject, y0, key=None):
 
 
 def _normalized(spec) -> dict:
-    # `{address: {key: shape or None}}`; a sequence of keys stands for unknown shapes.
+    # `{address: {key: shape or None}}`; a sequence of keys stands for unknown shapes; an
+    # `ArrayCommand` is an address read as one array.
     out = {}
     for address, keys in spec.items():
-        if isinstance(keys, Mapping):
+        if isinstance(keys, ArrayCommand):
+            out[address] = ArrayCommand(None if keys.shape is None else tuple(keys.shape))
+        elif isinstance(keys, Mapping):
             out[address] = {k: None if s is None else tuple(s) for k, s in keys.items()}
         else:
             out[address] = dict.fromkeys(keys)
@@ -326,6 +335,9 @@ def _check_entry(where: str, label: str, address, entry, keys: dict, what: str) 
 
     `where` starts the message ("simulate: " and, for held outputs, who writes them)."""
     name = f"{label}[{address!r}]"
+    if isinstance(keys, ArrayCommand):
+        _check_array_entry(where, name, entry, keys.shape, what)
+        return
     if not isinstance(entry, Mapping):
         raise ValueError(
             f"{where}`{name}` must be a dict of commands {{key: array}} for {what}; got "
@@ -353,7 +365,30 @@ def _check_entry(where: str, label: str, address, entry, keys: dict, what: str) 
             )
 
 
-def _effector_word(address) -> str:
+def _check_array_entry(where: str, name: str, entry, want, what: str) -> None:
+    """An address read as one array (`ArrayCommand`): not a dict, and broadcasting to `want`."""
+    if want is None:
+        return
+    if isinstance(entry, Mapping):
+        raise ValueError(
+            f"{where}`{name}` must be an array of shape {tuple(want)} for {what}; got a dict "
+            f"with keys {sorted(map(str, entry))!r}."
+        )
+    shape = tuple(np.shape(entry))
+    try:
+        ok = np.broadcast_shapes(shape, want) == tuple(want)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{where}`{name}` must have shape {tuple(want)} (or one that broadcasts to it) for "
+            f"{what}; got shape {shape}."
+        )
+
+
+def _effector_word(address, keys=None) -> str:
+    if isinstance(keys, ArrayCommand):
+        return f"the command {address!r}"
     return f"effector {address!r}"
 
 
@@ -416,14 +451,19 @@ def _check_flat(model, args, label, others_read_args, routed, key=None) -> None:
     for address, entry in args.items():
         if address in spec:
             _check_entry(
-                "simulate: ", label, address, entry, spec[address], _effector_word(address)
+                "simulate: ",
+                label,
+                address,
+                entry,
+                spec[address],
+                _effector_word(address, spec[address]),
             )
     unknown = [k for k in args if k not in spec and k not in routed]
     if unknown and reads_only and not others_read_args:
         raise ValueError(
             f"simulate: `{label}` has unknown address(es) {sorted(map(str, unknown))!r} (they "
             f"would be ignored); `model` {type(model).__name__} {model.name!r} reads commands "
-            f"at {sorted(spec)!r} (effector names) only."
+            f"at {sorted(spec)!r} only."
         )
 
 
@@ -494,7 +534,7 @@ def check_held_commands(model, clocks, t0, y0, args, key=None) -> None:
                     address,
                     entry,
                     spec[address],
-                    _effector_word(address),
+                    _effector_word(address, spec[address]),
                 )
 
 

@@ -17,7 +17,7 @@ Everything is pure: no state is mutated, so `jit`, `vmap`, `grad` compose with i
 """
 
 import abc
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -92,7 +92,9 @@ class AbstractDynamicObject(eqx.Module):
 
         `{address: {key: shape}}`: the object reads `args[address][key]`, an array that must
         broadcast to `shape` (None: any shape); an unknown key under a declared address is an
-        error. Default None: undeclared (a user model may read anything), `args` is not checked.
+        error. `{address: ArrayCommand(shape)}`: the object reads `args[address]` itself, an
+        array that must broadcast to `shape` (e.g. a MuJoCo scene's `ctrl`). Default None:
+        undeclared (a user model may read anything), `args` is not checked.
         """
         return None
 
@@ -104,6 +106,14 @@ class AbstractDynamicObject(eqx.Module):
         which may read them, are given). Default False.
         """
         return False
+
+
+class ArrayCommand(NamedTuple):
+    """In a `command_spec`, an address whose value is itself a command array (not a dict of
+    them): `args[address]` must be an array that broadcasts to `shape` (None: not checked,
+    e.g. where objects of a `System` read the address differently)."""
+
+    shape: tuple | None = None
 
 
 class System(AbstractDynamicObject):
@@ -212,6 +222,11 @@ class System(AbstractDynamicObject):
         merged = {}
         for spec in specs:
             for address, keys in (spec or {}).items():
+                if isinstance(keys, ArrayCommand) or isinstance(merged.get(address), ArrayCommand):
+                    # Read as an array by one object: the same array for all, else any shape.
+                    same = merged.get(address, keys) == keys
+                    merged[address] = keys if same else ArrayCommand(None)
+                    continue
                 keys = keys if isinstance(keys, dict) else dict.fromkeys(keys)
                 cur = merged.setdefault(address, {})
                 for k, shape in keys.items():

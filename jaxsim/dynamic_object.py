@@ -1,4 +1,5 @@
-"""Public model contract: `AbstractDynamicObject`, `System` and the `merge_derived` helper.
+"""Public model contract: `AbstractDynamicObject`, `System`, the `merge_derived` helper and
+`ArrayCommand` (a command read as an array in `command_spec`).
 
 A model on the engine (e.g. `effectors.Spacecraft`) subclasses `AbstractDynamicObject`; `derived`
 overrides use `merge_derived(outputs, energy)` to combine the two dicts recorded at the samples.
@@ -7,9 +8,10 @@ The implementation is `jaxsim._dynamic_object`.
 
 from ._dynamic_object import (
     AbstractDynamicObject as AbstractDynamicObject,
+    ArrayCommand as ArrayCommand,
     System as System,
     merge_derived as merge_derived,
 )
 
 
-__all__ = ["AbstractDynamicObject", "System", "merge_derived"]
+__all__ = ["AbstractDynamicObject", "ArrayCommand", "System", "merge_derived"]

@@ -371,6 +371,36 @@ def test_thruster_at_a_site():
         scene.drift(0.0, scene.init_state(), {"ctrl": jnp.zeros(3)})
 
 
+def test_commands_checked_at_the_call():
+    """`simulate` refuses a misspelt command (it would be ignored), a misshapen one and a dict
+    where an array is read, naming the command; inside a System, under the scene's name too."""
+    xml = (
+        '<mujoco><worldbody><body name="rotor"><joint name="h" type="hinge" axis="0 0 1"/>'
+        '<inertial pos="0 0 0" mass="1" diaginertia="1 1 2"/></body></worldbody>'
+        '<actuator><motor name="m" joint="h"/></actuator></mujoco>'
+    )
+    scene = fx.MuJoCoScene(xml, name="arm")
+    y0 = scene.init_state()
+    run = lambda model, y, args: js.simulate(model, y, 0.1, dt=0.05, args=args)
+    with pytest.raises(
+        ValueError, match=r"unknown address\(es\) \['ctlr'\].*\['ctrl', 'xfrc_applied'\]"
+    ):
+        run(scene, y0, {"ctlr": jnp.ones(1)})
+    with pytest.raises(
+        ValueError, match=r"`args\['ctrl'\]` must have shape \(1,\).*got shape \(3,\)"
+    ):
+        run(scene, y0, {"ctrl": jnp.ones(3)})
+    with pytest.raises(
+        ValueError, match=r"`args\['xfrc_applied'\]` must be an array of shape \(2, 6\)"
+    ):
+        run(scene, y0, {"xfrc_applied": {"force": jnp.ones(3)}})
+    system = js.System([scene], name="sys")
+    with pytest.raises(ValueError, match=r"`args\['arm'\]` has unknown address\(es\) \['ctlr'\]"):
+        run(system, {"arm": y0}, {"arm": {"ctlr": jnp.ones(1)}})
+    sol = run(system, {"arm": y0}, {"arm": {"ctrl": jnp.ones(1)}})
+    assert float(sol.ys["arm"]["qvel"][-1, 0]) > 0.0
+
+
 def test_actuator_activation_state():
     """A first-order filtered motor (`dyntype="filter"`, tau = 0.5 s) on a hinge of inertia J: the
     scene carries `act`; act = u (1 - exp(-t/tau)) and the hinge rate integrates act / J."""
