@@ -28,6 +28,16 @@ from ._flight_software import (
     attitude_error as attitude_error,
     mrp_subtract as mrp_subtract,
 )
+from ._fuel_tank import (
+    AbstractTankModel as AbstractTankModel,
+    CentrifugalBurnTank as CentrifugalBurnTank,
+    ConstantDensityTank as ConstantDensityTank,
+    ConstantVolumeTank as ConstantVolumeTank,
+    EmptyingTank as EmptyingTank,
+    FuelTank as FuelTank,
+    TankProps as TankProps,
+    UniformBurnTank as UniformBurnTank,
+)
 from ._geometric_brownian_motion import GeometricBrownianMotion as GeometricBrownianMotion
 from ._gravity import (
     AbstractGravityBody as AbstractGravityBody,

@@ -75,6 +75,43 @@ def _all_effectors(sc) -> list:
     return out
 
 
+def _mass_flow_sources(sc) -> dict:
+    """`{name: effector}` of the effectors whose `mass_flow` a state effector drains
+    (`reads_mass_flows`, e.g. the thrusters a `FuelTank` feeds), in first-named order."""
+    by_name = {e.name: e for e in _all_effectors(sc)}
+    out = {}
+    for e in sc.state_effectors:
+        for n in getattr(e, "reads_mass_flows", ()):
+            out.setdefault(n, by_name.get(n))
+    return out
+
+
+def _check_mass_flows(cls, sc) -> None:
+    """Each name in a state effector's `reads_mass_flows` is an effector of `sc` (or one attached
+    to them) with a `mass_flow(mctx)` method."""
+    names = sorted(e.name for e in _all_effectors(sc))
+    for e in sc.state_effectors:
+        for n in getattr(e, "reads_mass_flows", ()):
+            source = next((f for f in _all_effectors(sc) if f.name == n), None)
+            if source is None:
+                raise ValueError(
+                    f"{cls}: effector {e.name!r} drains the mass flow of {n!r}, which is not an "
+                    f"effector of this spacecraft; got effectors {names!r}."
+                )
+            if not callable(getattr(source, "mass_flow", None)):
+                raise ValueError(
+                    f"{cls}: effector {e.name!r} drains the mass flow of {n!r}, but "
+                    f"{type(source).__name__} {n!r} has no `mass_flow(mctx)` method (kg/s per unit)."
+                )
+
+
+def _retained_c_prime(mp: MassProps, c):
+    r"""$\mathbf c'$ of the retained mass: $(\sum m_i\mathbf r'_i + \sum\dot m_i\mathbf r_i)/m - \dot m\,\mathbf c/m$
+    (`MassProps.first_moment_depletion`); the hub equations use `first_moment_prime` alone."""
+    m = mp.mass
+    return (mp.first_moment_prime + mp.first_moment_depletion) / m - mp.mass_dot / m * c
+
+
 def _checked_override(cls, effector, state):
     """An `effector_states` entry checked against `effector.init_state()` (structure, leaf shapes;
     integer or float32 leaves cast to float64)."""
@@ -138,6 +175,7 @@ class Spacecraft(AbstractDynamicObject):
                     f"state effectors of this spacecraft; got state effectors {sorted(state_names)!r}."
                 )
         self.name = check_name(cls, "name", name)
+        _check_mass_flows(cls, self)
 
     # ----------------------------------------------------------------------------------------------
     # State and mass properties
@@ -181,9 +219,10 @@ class Spacecraft(AbstractDynamicObject):
             else e.init_state()
             for e in self.state_effectors
         }
-        mp = self._mass_props(MassContext(jnp.asarray(t0, dtype=float), None, y), y)
+        mctx = self._mass_context(jnp.asarray(t0, dtype=float), None, y)
+        mp = self._mass_props(mctx, y)
         c = mp.first_moment / mp.mass
-        c_prime = mp.first_moment_prime / mp.mass - mp.mass_dot / mp.mass * c
+        c_prime = _retained_c_prime(mp, c)
         dcm_NB = mrp_to_dcm(sigma_BN).T
         y[_HUB_KEY] = {
             "r_BN_N": r_CN_N - mv3(dcm_NB, c),
@@ -192,6 +231,16 @@ class Spacecraft(AbstractDynamicObject):
             "omega_BN_B": omega_BN_B,
         }
         return y
+
+    def _mass_context(self, t, args, y) -> MassContext:
+        """The `MassContext` of the state effectors: time, commands, states, and the mass flows
+        [kg/s] of the effectors they drain (each evaluated once, from the same time and states)."""
+        mctx = MassContext(t, args, y)
+        sources = _mass_flow_sources(self)
+        if not sources:
+            return mctx
+        flows = {n: jnp.asarray(e.mass_flow(mctx), dtype=float) for n, e in sources.items()}
+        return MassContext(t, args, y, flows)
 
     def _mass_props(self, mctx: MassContext, y) -> MassProps:
         mp = self.hub.mass_props()
@@ -211,11 +260,13 @@ class Spacecraft(AbstractDynamicObject):
         hub = y[_HUB_KEY]
         sigma, omega = hub["sigma_BN"], hub["omega_BN_B"]
         dcm_BN = mrp_to_dcm(sigma)
-        mp = self._mass_props(MassContext(t, args, y), y)
+        mctx = self._mass_context(t, args, y)
+        mp = self._mass_props(mctx, y)
         m = mp.mass
         c = mp.first_moment / m
-        c_prime = mp.first_moment_prime / m - mp.mass_dot / m * c
-        c_dot = c_prime + cross3(omega, c)
+        m_dot = mp.mass_dot - mp.mass_dot_omitted  # the hub equations' mass rate
+        c_prime = mp.first_moment_prime / m - m_dot / m * c
+        c_dot = _retained_c_prime(mp, c) + cross3(omega, c)
         # Products sharing a matrix in one reduction each (a kernel per reduction on the CPU).
         c_N, c_dot_N = mv3(dcm_BN.T, jnp.stack([c, c_dot]))
         r_CN_N = hub["r_BN_N"] + c_N
@@ -235,7 +286,7 @@ class Spacecraft(AbstractDynamicObject):
             omega_BN_B=omega,
             dcm_BN=dcm_BN,
             m_sc=m,
-            mDot_sc=mp.mass_dot,
+            mDot_sc=m_dot,
             c_B=c,
             cPrime_B=c_prime,
             cDot_B=c_dot,
@@ -246,6 +297,7 @@ class Spacecraft(AbstractDynamicObject):
             g_N=g_N,
             g_B=mv3(dcm_BN, g_N),
             states=y,
+            mass_flows=mctx.mass_flows,
         )
 
     # ----------------------------------------------------------------------------------------------

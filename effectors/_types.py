@@ -23,7 +23,20 @@ class MassProps(_Summable):
 
     - `mass` [kg], `mass_dot` [kg/s];
     - `first_moment` $\sum m_i \mathbf r_{c_i/B}$ [kg m], `first_moment_prime` $\sum m_i \mathbf r'_{c_i/B}$ [kg m/s];
-    - `inertia_B` $\sum [I_{i,B}]$ about $B$ [kg m^2], `inertia_prime_B` its body-frame rate [kg m^2/s].
+    - `inertia_B` $\sum [I_{i,B}]$ about $B$ [kg m^2], `inertia_prime_B` its body-frame rate [kg m^2/s];
+    - `first_moment_depletion` [kg m/s] (default 0): what the retained mass's first-moment rate
+      $\frac{d}{dt}\sum m_i\mathbf r_{c_i/B}$ (body frame) adds to `first_moment_prime`:
+      $\sum\dot m_i\mathbf r_{c_i/B}$, and the centre-of-mass motion of a variable-mass body that
+      its `first_moment_prime` leaves out;
+    - `mass_dot_omitted` [kg/s] (default 0): the part of `mass_dot` that the hub equations leave
+      out (an update-only fuel tank's flow).
+
+    `first_moment_prime`, `inertia_prime_B` and `mass_dot - mass_dot_omitted` are the rates the hub
+    equations use (Basilisk's variable-mass approximation: a fuel tank reports no $\mathbf r'$ or
+    $[I]'$ there). The reported $\mathbf c'$ (hence $\dot{\mathbf c}$, `v_CN_N`, the energy and
+    momentum outputs and the initial $\mathbf v_{B/N}$) is the derivative of the retained mass's
+    centre of mass, $(\sum m_i\mathbf r'_i + \sum\dot m_i\mathbf r_i)/m - \dot m\,\mathbf c/m$
+    with the whole `mass_dot` (`Spacecraft.context`), as Basilisk reports it.
     """
 
     mass: Float[Array, ""]
@@ -32,6 +45,8 @@ class MassProps(_Summable):
     first_moment_prime: Float[Array, "3"]
     inertia_B: Float[Array, "3 3"]
     inertia_prime_B: Float[Array, "3 3"]
+    first_moment_depletion: Float[Array, "3"] = eqx.field(default_factory=lambda: jnp.zeros(3))
+    mass_dot_omitted: Float[Array, ""] = eqx.field(default_factory=lambda: jnp.zeros(()))
 
     @classmethod
     def zeros(cls):
@@ -95,12 +110,16 @@ class MassContext(eqx.Module):
     - `t` [s]; `args`: the `args` of the solve (commands; `None` outside a solve);
     - `states`: the spacecraft's state dict `{"hub": ..., <effector name>: ...}` (at
       `Spacecraft.init_state` the `"hub"` entry is absent: the hub state is built from the mass
-      properties).
+      properties);
+    - `mass_flows`: `{effector name: mass flow [kg/s]}` of the effectors that state effectors drain
+      (e.g. the thrusters named by a `FuelTank`), each evaluated once by `Spacecraft` from the same
+      `t`, `args` and `states` (`mass_flow(mctx)`); `None` outside a spacecraft.
     """
 
     t: Any
     args: Any = None
     states: Any = None
+    mass_flows: Any = None
 
 
 class Contribution(NamedTuple):
@@ -125,11 +144,19 @@ class HubContext(eqx.Module):
       (the central gravity body, else zero);
     - `sigma_BN`, `omega_BN_B` [rad/s], `dcm_BN` $=[BN]$;
     - `m_sc` [kg], `mDot_sc` [kg/s], `c_B`, `cPrime_B`, `cDot_B` [m, m/s], `ISC_B`, `ISCPrime_B` [kg m^2] about $B$;
-    - `r_CN_N`, `v_CN_N`: composite CoM relative to the integration origin;
+      with variable mass, `mDot_sc`, `cPrime_B` and `ISCPrime_B` are the rates of the hub equations
+      ($\sum m_i\mathbf r'_i/m_{sc} - \dot m_{sc}\mathbf c/m_{sc}$, Basilisk's approximation; an
+      update-only tank's flow is not in `mDot_sc`) while
+      `cDot_B` $=\mathbf c'_{ret} + \boldsymbol\omega\times\mathbf c$ uses the derivative of the
+      retained mass's centre of mass $\mathbf c'_{ret}$ (`MassProps.first_moment_depletion`), as
+      Basilisk reports it; without variable mass $\mathbf c'_{ret} = $ `cPrime_B`;
+    - `r_CN_N`, `v_CN_N`: composite CoM relative to the integration origin (`v_CN_N` from `cDot_B`);
     - `g_N`: gravitational acceleration of $C$ [m/s^2] ($\mathcal N$ comps), `g_B` the same in $\mathcal B$;
     - `states`: the spacecraft's whole state dict `{"hub": ..., <effector name>: ...}` (default `None`
       when built outside `Spacecraft.context`), so that an effector can read another effector's
-      state by name (e.g. `Drag` reads the density-correction noise state; see `reads_states`).
+      state by name (e.g. `Drag` reads the density-correction noise state; see `reads_states`);
+    - `mass_flows`: the `MassContext.mass_flows` the mass properties were computed with (`None`
+      when built outside `Spacecraft.context`).
     """
 
     t: Any
@@ -153,6 +180,7 @@ class HubContext(eqx.Module):
     g_N: Array
     g_B: Array
     states: Any = None
+    mass_flows: Any = None
 
     @property
     def dcm_NB(self):
