@@ -35,6 +35,16 @@ REL_TOL_GRAD = 1e-6
 FD_REL_STEP = 1e-4
 # vmap vs single runs: the same operations batched, round-off.
 REL_TOL_SAME = 1e-13
+# Closed forms evaluated in float64 (a few operations): a few ulps.
+REL_TOL_ROUNDOFF = 1e-14
+# Absolute floor for quantities that are exactly 0 in exact arithmetic (velocities of O(10) m/s,
+# inertias of O(1) kg m^2, batched states of O(1)): round-off.
+ABS_TOL_ZERO = 1e-14
+# Basilisk's sample times are integer ns times 1e-9: one rounding.
+REL_TOL_TIME = 1e-15
+# Components of a finite-difference derivative treated as non-zero (round-off of the differences
+# is ~1e-11 at the relative step used).
+FD_NONZERO = 1e-8
 
 MODELS = {
     "ConstantVolume": lambda m0, r: fx.ConstantVolumeTank(m0, 0.5, r),
@@ -113,12 +123,12 @@ def test_emptying_tank_full_and_empty_limits():
     model = fx.EmptyingTank(M0, 0.5, R_TCT)
     full = model.props(jnp.asarray(M0), jnp.asarray(MDOT))
     np.testing.assert_array_equal(np.asarray(full.r_TcT_T), R_TCT)  # a full sphere's centre
-    np.testing.assert_allclose(np.diag(full.ITankPntT_T), 0.4 * M0 * 0.25, rtol=1e-14)
+    np.testing.assert_allclose(np.diag(full.ITankPntT_T), 0.4 * M0 * 0.25, rtol=REL_TOL_ROUNDOFF)
     for rate in (full.rPrime_TcT_T, full.rPPrime_TcT_T, full.IPrimeTankPntT_T):
         assert not np.any(np.asarray(rate))  # Basilisk's full-tank branch: no rates
     empty = model.props(jnp.asarray(0.0), jnp.asarray(0.0))
     assert np.all(np.isfinite(np.asarray(empty.r_TcT_T)))
-    np.testing.assert_allclose(np.asarray(empty.ITankPntT_T), 0.0, atol=1e-14)
+    np.testing.assert_allclose(np.asarray(empty.ITankPntT_T), 0.0, atol=ABS_TOL_ZERO)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -158,7 +168,7 @@ def basilisk_pair(request):
 )
 def test_basilisk_burns(basilisk_pair, key):
     name, _, out, sol = basilisk_pair
-    np.testing.assert_allclose(np.asarray(sol.ts), out["t"], rtol=1e-15, atol=0.0)
+    np.testing.assert_allclose(np.asarray(sol.ts), out["t"], rtol=REL_TOL_TIME, atol=0.0)
     err = _rel(sol.outputs[key], out[key])
     assert err <= REL_TOL_BASILISK, f"{name} {key}: {err:.3g}"
 
@@ -213,6 +223,34 @@ def test_mass_balance_two_tanks_one_thruster_set():
     assert abs(m_sc[0] - m_sc[-1] - 2 * drained) <= REL_TOL_MASS_BALANCE * m_sc[0]
 
 
+def test_tank_fed_by_a_thruster_state_effector():
+    # The flow of a ThrusterStateEffector comes from its state kappa (mass_flow reads
+    # mctx.states): with dkappa/dt = wc (1 - kappa) and dm/dt = -k kappa (k = F/(Isp g0)),
+    # m - (k/wc) kappa + k t is a linear invariant, which RK4 keeps exactly (round-off).
+    F, Isp, wc, T = 50.0, 230.0, 0.8, 10.0
+    thr = fx.ThrusterStateEffector(
+        [[0.0, 0.0, 0.0]],
+        [[1.0, 0.0, 0.0]],
+        [F],
+        [Isp],
+        wc,
+        fx.OnTimeSchedule([0.0], [[1e3]]),
+        name="thr",
+    )
+    tank = fx.FuelTank(fx.ConstantVolumeTank(30.0, 0.4), thrusters="thr", update_only=False)
+    sc = fx.Spacecraft(HUB, state_effectors=[thr, tank])
+    sol = js.simulate(sc, sc.init_state(), T, dt=0.1, sample_dt=1.0)
+    k = F / (Isp * G0)
+    t = np.asarray(sol.ts)
+    invariant = (
+        np.asarray(sol.ys["tank"]["mass"])
+        - k / wc * np.asarray(sol.ys["thr"]["kappa"][:, 0])
+        + k * t
+    )
+    np.testing.assert_allclose(invariant, 30.0, rtol=REL_TOL_MASS_BALANCE)
+    assert 30.0 - float(sol.ys["tank"]["mass"][-1]) > 0.1  # it drains
+
+
 @pytest.mark.parametrize("update_only", [True, False])
 def test_rocket_equation(update_only):
     # Thrust through the composite CoM (tank and hub centred on B), no gravity, no rotation: the
@@ -229,8 +267,8 @@ def test_rocket_equation(update_only):
     np.testing.assert_allclose(np.asarray(sol.outputs["massSC"]), m, rtol=REL_TOL_MASS_BALANCE)
     dv = Isp * G0 * np.log((m_dry + m_fuel) / m)
     v = np.asarray(sol.outputs["v_CN_N"])
-    np.testing.assert_allclose(v[:, 0], dv, rtol=REL_TOL_ANALYTIC, atol=1e-14)
-    np.testing.assert_allclose(v[:, 1:], 0.0, atol=1e-14)
+    np.testing.assert_allclose(v[:, 0], dv, rtol=REL_TOL_ANALYTIC, atol=ABS_TOL_ZERO)
+    np.testing.assert_allclose(v[:, 1:], 0.0, atol=ABS_TOL_ZERO)
 
 
 @pytest.mark.parametrize("update_only", [True, False])
@@ -273,7 +311,7 @@ def test_empty_tank_stops_draining():
     assert mass.min() == 0.0  # empty after 10 s, clamped at 0
     flow = np.asarray(sol.outputs["tank"]["fuelMassDot"])
     np.testing.assert_array_equal(flow[mass == 0.0], 0.0)  # the flow stops
-    np.testing.assert_allclose(np.asarray(sol.outputs["massSC"])[-1], 500.0, rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(sol.outputs["massSC"])[-1], 500.0, rtol=REL_TOL_ROUNDOFF)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -310,7 +348,7 @@ def test_final_state_gradient_wrt_fuel_load_matches_central_differences():
     jac = np.asarray(js.jit(jax.jacfwd(lambda m: _flat(_burn(m))))(jnp.asarray(load)))
     h = FD_REL_STEP * load
     fd = (np.asarray(f(jnp.asarray(load + h))) - np.asarray(f(jnp.asarray(load - h)))) / (2 * h)
-    big = np.abs(fd) > 1e-8
+    big = np.abs(fd) > FD_NONZERO
     assert big.sum() >= 10  # r, v, sigma, omega and the fuel mass all depend on the load
     np.testing.assert_allclose(jac[big], fd[big], rtol=REL_TOL_GRAD)
 
@@ -321,7 +359,7 @@ def test_vmap_over_dispersed_fuel_loads_equals_single_runs():
     batch = np.asarray(js.jit(jax.vmap(lambda m: _flat(_burn(m))))(loads))
     for i, m in enumerate(loads):
         single = np.asarray(f(m))
-        np.testing.assert_allclose(batch[i], single, rtol=REL_TOL_SAME, atol=1e-15)
+        np.testing.assert_allclose(batch[i], single, rtol=REL_TOL_SAME, atol=ABS_TOL_ZERO)
     assert np.abs(batch[0] - batch[2]).max() > 1e-3  # the dispersion matters
 
 
@@ -395,4 +433,4 @@ def test_init_state_outputs_and_units():
     assert sc.state_units()["tank"] == {"mass": "kg"}
     assert set(sc.output_units()["tank"]) == set(out)
     mp_c = np.asarray(sc.outputs(0.0, y0, None)["c_B"])
-    np.testing.assert_allclose(mp_c, [6.0 * 0.1 / 506.0, 0, 0], rtol=1e-15)
+    np.testing.assert_allclose(mp_c, [6.0 * 0.1 / 506.0, 0, 0], rtol=REL_TOL_ROUNDOFF)
