@@ -10,8 +10,13 @@ import pytest
 
 
 ROOT = Path(__file__).resolve().parents[1]
-# Guides whose ```python blocks are complete programs (each block on its own, with its checks).
-GUIDES = ["getting_started.md", "writing_an_effector.md"]
+# Guides whose ```python blocks run as written, top to bottom in one namespace, with their checks.
+GUIDES = [
+    "getting_started.md",
+    "writing_an_effector.md",
+    "thrusters.md",
+    "variable_mass.md",
+]
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
@@ -24,8 +29,9 @@ def test_guide_code_runs(guide):
     blocks = _BLOCK.findall((ROOT / "docs" / guide).read_text(encoding="utf-8"))
     assert blocks, f"docs/{guide} has no python block"
     try:
+        namespace = {"__name__": "__doc__"}
         for i, code in enumerate(blocks):
-            exec(compile(code, f"docs/{guide} python block {i}", "exec"), {"__name__": "__doc__"})
+            exec(compile(code, f"docs/{guide} python block {i}", "exec"), namespace)
     finally:
         plt.close("all")
 
