@@ -104,7 +104,9 @@ def run(spec: dict) -> dict:
             cfg.thrDir_B = _col(d[i])
             cfg.MaxThrust = float(ts["max_thrust"][i])
             cfg.steadyIsp = float(ts["Isp"][i])
-            cfg.updateOnly = True  # thrust and flow only (no plume momentum terms)
+            # Exhaust momentum terms only with `depletion_loads` (Basilisk `updateOnly = False`).
+            cfg.updateOnly = not ts.get("depletion_loads", False)
+            cfg.areaNozzle = float(ts.get("area_nozzle", 0.0))
             eff.addThruster(cfg)
             keep.append(cfg)
         payload = messaging.THRArrayOnTimeCmdMsgPayload()
@@ -199,7 +201,15 @@ def jaxsim_scenario(spec: dict):
 
     hub, ic = spec["hub"], spec["initial"]
     thrusters = [
-        fx.Thrusters(ts["r_TB_B"], ts["tHat_B"], ts["max_thrust"], ts["Isp"], name=ts["name"])
+        fx.Thrusters(
+            ts["r_TB_B"],
+            ts["tHat_B"],
+            ts["max_thrust"],
+            ts["Isp"],
+            area_nozzle=ts.get("area_nozzle", 0.0),
+            depletion_loads=ts.get("depletion_loads", False),
+            name=ts["name"],
+        )
         for ts in spec.get("thrusters", [])
     ]
     tanks = [
@@ -275,7 +285,8 @@ def scenarios() -> dict:
 
     - `five_tanks_orbit`: a LEO spacecraft with one tank of each model (mixed `update_only`, two
       with leaks), two thruster sets: `main` feeds the constant-volume and emptying tanks (each
-      drains its full flow, Basilisk's rule), `rcs` feeds the uniform-burn tank; 20 s at 0.1 s.
+      drains its full flow, Basilisk's rule), `rcs` (with its exhaust loads) feeds the
+      uniform-burn tank; 20 s at 0.1 s.
     - `leak_spin`: no gravity, a fast tumble and large leaks from every model with the depletion
       torque on (`update_only=False`), so that the mass-depletion terms dominate; 10 s at 0.1 s.
     """
@@ -302,6 +313,8 @@ def scenarios() -> dict:
                 "tHat_B": [[0.0, 0.0, -1.0]],
                 "max_thrust": [1.0],
                 "Isp": [150.0],
+                "depletion_loads": True,  # exhaust force and torque (Basilisk updateOnly=False)
+                "area_nozzle": 0.01,
             },
         ],
         "tanks": _tanks([False, True, False, True, False], [0.0, 0.02, 0.0, 0.0, 0.01]),
