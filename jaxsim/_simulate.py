@@ -6,8 +6,10 @@ Two drivers, one semantics:
   steps), time computed from an integer step index (no drift, as Basilisk's integer-nanosecond
   clock), the object's `step_map` applied after every step. Reverse-mode memory is bounded by
   checkpointing (`checkpoint=True`, the default): the backward pass stores the states at the sample
-  times and at block boundaries (blocks of about sqrt(n) of an interval's n steps) and recomputes
-  one block at a time, so memory grows as sqrt(steps), at the price of one extra forward pass.
+  times and at the boundaries of sub-blocks of about 20 steps (the steps whose stacked inputs stay
+  small buffers on the CPU runtime; `_checkpoint_levels`), and recomputes one sub-block, then one
+  step, at a time. An interval of more than 1024 sub-blocks groups them into blocks of about
+  sqrt(count), so memory grows as sqrt(steps), at the price of one more forward pass.
 - **adaptive** (`Tsit5`, `Dopri5`, `Dopri8`, or any diffrax solver): `diffrax.diffeqsolve` with a PID
   controller (`rtol`, `atol`), the object's breakpoints as `jump_ts`, outputs at `SaveAt(ts=...)`
   points (dense output; they do not cut steps), and the step map applied after every accepted step.
@@ -400,8 +402,8 @@ def _derived(model, ts, ys, args):
     return jax.vmap(model.derived, in_axes=(0, 0, None))(ts, ys, args)
 
 
-# Sample intervals of at least this many steps are checkpointed in blocks of about sqrt(steps)
-# steps; shorter ones as a whole (their residuals are small).
+# Sample intervals of at least this many steps (or with more steps than a sub-block holds, see
+# `_checkpoint_levels`) are checkpointed in blocks; shorter ones as a whole.
 _MIN_BLOCKED_STEPS = 64
 
 
@@ -417,6 +419,49 @@ def _checkpoint_blocks(length: int):
     divisors = [k for k in range(max(root // 2, 1), 2 * root + 1) if length % k == 0]
     size = min(divisors, key=lambda k: abs(k - root)) if divisors else root + 1
     return -(-length // size), size
+
+
+# XLA's CPU runtime runs a loop body's kernels one after the other only if every buffer they touch
+# holds at most this many bytes (`ThunkExecutor`'s `execute_sequential_buffer_threshold`, not
+# configurable); a body touching a larger one runs them through a thread pool, which for hundreds of
+# tiny kernels costs more than the kernels. Reverse mode stacks the rematerialized steps' inputs
+# over a checkpoint block, so blocks are cut into sub-blocks whose stacks stay below it.
+_SMALL_BUFFER_BYTES = 512
+# Up to this many sub-blocks per sample interval are checkpointed in one level (their boundary
+# states stored, memory O(steps / sub-block)); more are grouped into blocks of about sqrt(count).
+_MAX_FLAT_SUBBLOCKS = 1024
+
+
+def _checkpoint_levels(length: int, cap: int):
+    """`(blocks, sub_blocks, steps)` of the checkpointing of an interval of `length` steps, or None.
+
+    `steps` per sub-block is at most `cap` (the steps whose stacked residuals stay small), chosen in
+    [cap/2, cap] for the least padding; `sub_blocks` per block is 1 (two levels: the interval's
+    sub-blocks are the blocks) unless there are more than `_MAX_FLAT_SUBBLOCKS` of them, then about
+    sqrt of their count (`_checkpoint_blocks`). The padded steps (< one sub-block, plus whole
+    sub-blocks of a padded block) are masked. None: the interval is checkpointed whole.
+    """
+    cap = max(int(cap), 1)
+    if length < _MIN_BLOCKED_STEPS and length <= cap:
+        return None
+    if length <= cap:
+        return 1, 1, length
+    waste = lambda k: -(-length // k) * k - length
+    sub = min(range(max(cap // 2, 1), cap + 1), key=lambda k: (waste(k), -k))
+    count = -(-length // sub)
+    if count <= _MAX_FLAT_SUBBLOCKS:
+        return count, 1, sub
+    num, per = _checkpoint_blocks(count)
+    return num, per, sub
+
+
+def _residual_cap(*trees) -> int:
+    """Steps whose stacked per-step residuals (a copy of each leaf of `trees`, the per-step state
+    and inputs, and the step index) stay within `_SMALL_BUFFER_BYTES` each."""
+    sizes = [8]
+    for leaf in jtu.tree_leaves(trees):
+        sizes.append(max(int(np.prod(jnp.shape(leaf))), 1) * jnp.result_type(leaf).itemsize)
+    return max(_SMALL_BUFFER_BYTES // max(sizes), 1)
 
 
 def scan_grid(
@@ -442,9 +487,11 @@ def scan_grid(
     every step and accumulating its counters. `advance(n, t, y, extra) -> y1` takes one step from
     step index `n` at time `t`; `per_segment(n0, length)` optionally precomputes per-step `extra`
     inputs of a whole interval (stacked along the first axis). With `checkpoint`, reverse mode
-    stores the states at the samples and at block boundaries only (blocks of about sqrt(steps of
-    the interval) steps, each recomputed once in the backward pass), so its memory grows as
-    O(samples + sqrt(steps)) states plus one block's residuals, not with the number of steps.
+    stores the states at the samples and at sub-block boundaries only (`_checkpoint_levels`:
+    sub-blocks of at most `_residual_cap` steps, grouped into blocks of about sqrt(count) when an
+    interval has more than `_MAX_FLAT_SUBBLOCKS`), each recomputed once in the backward pass, so
+    its memory grows as O(samples + steps / sub-block) states, per interval at most 1024 sub-block
+    boundaries or O(sqrt(steps)).
 
     Discrete state besides `y` (the clocks' states, held outputs and logs) travels in `aux`:
     `before_step(n, t, y, aux) -> (aux, inputs)` runs at the start of each step, outside the
@@ -493,48 +540,61 @@ def scan_grid(
             n1 = n + 1
         return (n1, y1, counts1, aux1), None
 
-    blocks = _checkpoint_blocks(length) if checkpoint else None
-
     def steps(carry, active, extra, n):
         if active is None:
             return jax.lax.scan(lambda c, e: one_step(c, (None, e)), carry, extra, length=n)[0]
         return jax.lax.scan(one_step, carry, (active, extra))[0]
 
+    def levels_of(extra):
+        if not checkpoint:
+            return None
+        per_step = jtu.tree_map(lambda e: e[0], extra)
+        return _checkpoint_levels(length, _residual_cap(y0, per_step))
+
     def segment(carry, seg_len):
         extra = None if per_segment is None else per_segment(carry[0], length)
-        if blocks is None:
+        levels = levels_of(extra)
+        if levels is None:
             active = None if uniform else jnp.arange(length) < seg_len
-            carry = steps(carry, active, extra, length)
+            whole = lambda c, a, e: steps(c, a, e, length)
+            carry = (jax.checkpoint(whole) if checkpoint else whole)(carry, active, extra)
+            if progress is not None:
+                progress(t0 + carry[0] * dt)
         else:
-            # Two-level checkpointing: the backward pass stores one carry per block and the
-            # residuals of one block of `size` steps at a time (memory O(n/size + size) steps).
-            num, size = blocks
-            pad = num * size - length
+            # Checkpointing in blocks of sub-blocks of steps: the backward pass stores one carry per
+            # block, then one per sub-block of the block being differentiated, then the inputs of
+            # the steps of one sub-block (few enough that their stacks stay small buffers), and
+            # recomputes each step's stages from its input (memory O(n/size + size) states).
+            num, per, size = levels
+            total = num * per * size
+            pad = total - length
             active = None
             if pad or not uniform:
-                active = (jnp.arange(num * size) < seg_len).reshape(num, size)
+                active = (jnp.arange(total) < seg_len).reshape(num, per, size)
             extra = jtu.tree_map(
                 lambda e: jnp.pad(e, [(0, pad)] + [(0, 0)] * (e.ndim - 1)).reshape(
-                    (num, size) + e.shape[1:]
+                    (num, per, size) + e.shape[1:]
                 ),
                 extra,
             )
 
+            def sub_block(c, xs):
+                return steps(c, xs[0], xs[1], size), None
+
             def block_steps(c, xs):
-                c = steps(c, xs[0], xs[1], size)
+                if per == 1:
+                    c = steps(c, _first(xs[0]), _first(xs[1]), size)
+                else:
+                    c, _ = jax.lax.scan(jax.checkpoint(sub_block), c, xs, length=per)
                 if progress is not None:
                     progress(t0 + c[0] * dt)
                 return c, None
 
             block = jax.checkpoint(block_steps)
             carry, _ = jax.lax.scan(block, carry, (active, extra), length=num)
-        if progress is not None and blocks is None:
-            progress(t0 + carry[0] * dt)
         return carry, (carry[1], carry[2], pick(carry[3]))
 
     pick = (lambda aux: None) if sampled is None else sampled
-    if checkpoint and blocks is None:
-        segment = jax.checkpoint(segment)
     carry0 = (jnp.asarray(0, jnp.int64), pack(y0), counts0, aux0)
     seg_arr = jnp.asarray(seg)
     if uniform and seg[0] == 0:
@@ -549,6 +609,11 @@ def scan_grid(
     if aux0 is None:
         return ys, counts
     return ys, counts, aux_at, last[3]
+
+
+def _first(tree):
+    """The leaves' first entries along the leading axis (None stays None)."""
+    return jtu.tree_map(lambda x: x[0], tree)
 
 
 def check_finite(ts, ys, throw: bool, what: str):

@@ -17,7 +17,13 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from jaxsim._simulate import _checkpoint_blocks
+from jaxsim._simulate import (
+    _MAX_FLAT_SUBBLOCKS,
+    _SMALL_BUFFER_BYTES,
+    _checkpoint_blocks,
+    _checkpoint_levels,
+    _residual_cap,
+)
 
 
 # Fourth-order central differences with a relative step of 1e-4. The stop state comes from the
@@ -156,6 +162,20 @@ def test_checkpoint_blocks():
     assert num * size == 58300 and 120 <= size <= 483
     num, size = _checkpoint_blocks(4099)  # a prime: padded blocks
     assert num * size >= 4099 and (num - 1) * size < 4099 and size == 65
+
+
+def test_checkpoint_levels():
+    # Sub-blocks of at most `cap` steps (their stacked step inputs stay small CPU buffers).
+    assert _residual_cap({"r": jnp.zeros(3), "m": jnp.zeros(())}) == _SMALL_BUFFER_BYTES // 24
+    assert _checkpoint_levels(10, 21) is None  # short interval: checkpointed whole
+    assert _checkpoint_levels(30, 21) == (2, 1, 15)  # blocks of 15 steps, no padding
+    for length in (100, 4099, 6000, 58300, 10**6):
+        num, per, size = _checkpoint_levels(length, 21)
+        assert 10 <= size <= 21 and num * per * size >= length
+        assert num * per * size - length < per * size + size  # padding: under a block + a sub-block
+        assert (per == 1) == (-(-length // size) <= _MAX_FLAT_SUBBLOCKS)
+    num, per, size = _checkpoint_levels(58300, 21)  # one orbit: sqrt grouping of 2915 sub-blocks
+    assert (num, per, size) == (55, 53, 20)
 
 
 class _Pendulum(js.AbstractDynamicObject):
