@@ -1,8 +1,10 @@
 """Generate `tests/data/spinning_bodies.{json,npz}` with Basilisk (needs `pip install 'jaxsim[crossval]'`).
 
 Scenario: hub (750 kg, diag(900, 800, 600), r_BcB_B = (0, 0, 1)) on the common orbit of
-`physics/verification.md` with point-mass Earth gravity, two `spinningBodyOneDOFStateEffector`s (full
-inertia, CoM off the axis, spring, damper, motor torque, reference angle), RK4 at 10 ms for 10 s.
+Basilisk's integrated tests (CoM initial conditions `R0`, `V0`, as in `test_spacecraft.py` and
+`test_spinningBodyOneDOFStateEffector.py`) with point-mass Earth gravity, two
+`spinningBodyOneDOFStateEffector`s (full inertia, CoM off the axis, spring, damper, motor torque,
+reference angle), RK4 at 10 ms for 10 s.
 Cases:
 
 - `plain`: as above;
@@ -10,7 +12,8 @@ Cases:
   `extTorquePntB_B` read by Basilisk in the spinner frame S, the force through the joint point S;
 - `panel_torque`: the two hinged panels of `hinged_panels_undamped` (k = 300, c = 0) with an
   `extForceTorque` torque (no force) attached to panel 1: a couple, whose effect does not depend on the
-  application point (Basilisk's panel takes a force's moment at the hinge, `hinged_rigid_body.md` §6).
+  application point (Basilisk's `hingedRigidBodyStateEffector` takes an attached force's moment on the
+  hub at the hinge, and the force itself exerts no hinge torque).
 
     python benchmarks/make_branching_references.py
 """

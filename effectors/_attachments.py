@@ -20,9 +20,9 @@ The parent effector carries the resulting $(\mathbf F, \boldsymbol\tau_O)$ to th
 generalized forces (principle of virtual work, Kane's method): $\mathbf F$ into the hub translation,
 $\boldsymbol\tau_O + \mathbf r_{O/B}\times\mathbf F$ into the hub rotation about $B$, and
 $\hat{\mathbf s}\cdot(\boldsymbol\tau_O + \mathbf r_{O/J}\times\mathbf F)$ into the joint equation
-($J$ a point on the joint axis $\hat{\mathbf s}$). Unlike Basilisk's hinged panel (whose force moment on
-the hub is taken at the hinge while the force exerts no hinge torque, `physics/hinged_rigid_body.md` §6),
-the hub moment and the joint torque use the same application point.
+($J$ a point on the joint axis $\hat{\mathbf s}$). Unlike Basilisk's hinged panel (`hingedRigidBodyStateEffector`,
+whose attached force has its moment on the hub taken at the hinge while the force itself exerts no hinge
+torque), the hub moment and the joint torque use the same application point.
 """
 
 import jax.numpy as jnp

@@ -60,7 +60,8 @@ class Drag(AbstractDynamicEffector):
     over a step).
 
     **Reference:** Vallado, *Fundamentals of Astrodynamics and Applications*, 4th ed., §8.6.2;
-    Basilisk `dragDynamicEffector.cpp` (`physics/dynamic_effectors.md` §6).
+    Basilisk `dragDynamicEffector` module documentation (cannonball model); Montenbruck & Gill,
+    *Satellite Orbits* (2000), sec. 3.5.
     """
 
     atmosphere: ExponentialAtmosphere

@@ -31,7 +31,7 @@ class GeometricBrownianMotion(AbstractStateEffector):
     solver (`EulerMaruyama`, `Milstein`); `Heun` would give the Stratonovich solution (a different
     process); `SRA1`/`ShARK` are rejected (not additive).
 
-    **Reference:** Basilisk `igbmNoiseStateEffector` (`physics/stochastic.md` §3); Kloeden & Platen,
+    **Reference:** Basilisk `igbmNoiseStateEffector` module documentation; Kloeden & Platen,
     *Numerical Solution of Stochastic Differential Equations*, Springer 1992, §4.4 (linear SDEs).
     """
 

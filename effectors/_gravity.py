@@ -1,7 +1,8 @@
 r"""Gravity bodies: point masses and spherical harmonics, with Basilisk's central-body formulation.
 
 Gravity is a *field*, not a dynamic effector: the spacecraft evaluates it at the composite CoM $C$ and
-applies $m_{sc}\mathbf g_N$ through $C$ (`physics/hub_bsm.md` §3.1).
+applies $m_{sc}\mathbf g_N$ through $C$, so that about $B$ it adds the moment $\mathbf c\times m_{sc}\mathbf g$,
+whereas dynamic-effector forces act through $B$ (Basilisk `spacecraft` module documentation).
 
 Several bodies superpose. When one body is flagged `central=True` the spacecraft's position/velocity
 states are relative to it, and the field includes the indirect term of every other body $P$:

@@ -1,6 +1,6 @@
 r"""Hinged rigid panels (Basilisk `hingedRigidBodyStateEffector`), N panels in one effector.
 
-Frames and points (`physics/hinged_rigid_body.md`): hinge point $H$ at $\mathbf r_{H/B}$; hinge frame
+Frames and points (Basilisk `hingedRigidBodyStateEffector` documentation): hinge point $H$ at $\mathbf r_{H/B}$; hinge frame
 $\mathcal H$ with $[HB]$ (rows $\hat{\mathbf h}_i$ in $\mathcal B$); panel frame $[SB] = M_2(\theta)[HB]$ with rows
 $\hat{\mathbf s}_1, \hat{\mathbf s}_2 = \hat{\mathbf h}_2, \hat{\mathbf s}_3$; panel CoM $S$ at $\mathbf r_{S/B} = \mathbf r_{H/B} - d\,\hat{\mathbf s}_1$.
 """
@@ -47,7 +47,7 @@ def _congruence(dcm_SB, I_S):
 class HingedRigidBodies(AbstractStateEffector):
     r"""$n$ rigid panels, each on a single-axis torsional hinge with spring, damper and motor.
 
-    Each panel obeys (Allard, Schaub & Piggott 2018, `physics/hinged_rigid_body.md` §3)
+    Each panel obeys (Allard, Schaub & Piggott, JSR 55(5), 2018; Basilisk `hingedRigidBodyStateEffector`)
     $$\ddot\theta = \mathbf a_\theta^T\,{}^{B}\ddot{\mathbf r}_{B/N} + \mathbf b_\theta^T\dot{\boldsymbol\omega} + c_\theta,$$
     with the hinge torque $u - k(\theta-\theta_{ref}) - c(\dot\theta-\dot\theta_{ref})$ about $+\hat{\mathbf s}_2$, gravity
     about the hinge, inertial coupling terms and the torque of attached dynamic effectors.
@@ -75,8 +75,9 @@ class HingedRigidBodies(AbstractStateEffector):
 
     **Outputs** (under `name`): `theta`, `thetaDot`, `hinge_torque` $u-k(\theta-\theta_{ref})-c(\dot\theta-\dot\theta_{ref})$
     [N m], `damper_power` $-c(\dot\theta-\dot\theta_{ref})\dot\theta$ [W] (power of the dampers on the system),
-    `r_SN_N`, `v_SN_N` (true inertial velocity of $S$; Basilisk's panel message mixes frames, see
-    `physics/hinged_rigid_body.md` §6), `sigma_SN`, `omega_SN_S`, and with attachments `attached_force_S`,
+    `r_SN_N`, `v_SN_N` (true inertial velocity of $S$; Basilisk's panel message adds
+    $\mathcal B$-component terms to the $\mathcal N$-component hub velocity without rotating them),
+    `sigma_SN`, `omega_SN_S`, and with attachments `attached_force_S`,
     `attached_torque_S` (about $S$), `attached_hinge_torque` and the children's outputs under `attached`.
 
     **Assumptions and limitations:** rigid panels with diagonal inertia in $\mathcal S$; a single rotation

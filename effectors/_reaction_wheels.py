@@ -5,7 +5,8 @@ $\mathcal W_i = (\hat{\mathbf g}_s, \hat{\mathbf w}_2, \hat{\mathbf w}_3)$ with 
 ($\mathbf r_{W/B}$), rotating relative to $\mathcal B$ by the wheel angle $\theta$ about $\hat{\mathbf g}_s$;
 $W_c$ is the rotor centre of mass. All vectors are in $\mathcal B$ components.
 
-Wheel equations in back-substitution form (`physics/reaction_wheels.md`, `physics/hub_bsm.md`):
+Wheel equations in back-substitution form (Basilisk `reactionWheelStateEffector` documentation;
+Allard, Schaub & Piggott, JSR 55(5), 2018, for the back-substitution method):
 $$\dot\Omega_i = \mathbf a_{\Omega,i}^T\,{}^B\ddot{\mathbf r}_{B/N} + \mathbf b_{\Omega,i}^T\dot{\boldsymbol\omega}
 + c_{\Omega,i},\qquad \dot\theta_i = \Omega_i .$$
 
@@ -18,7 +19,7 @@ effectors):
 - `"jitter_simple"` (`JitterSimple`): balanced plus the imbalance load $\mathbf F_s = U_s\Omega^2\hat w_2$ in
   $\mathbf v_{trans}$ and $\mathbf r_{W/B}\times\mathbf F_s + U_d\Omega^2\hat w_2$ in $\mathbf v_{rot}$ (not conservative).
 - `"jitter_fully_coupled"` (`JitterFullyCoupled`): the rotor is a separate rigid body of mass $m_w$ with CoM
-  offset $d = U_s/m_w$ along $\hat w_2$ and product of inertia $J_{13} = U_d$ (`reaction_wheels.md` §6).
+  offset $d = U_s/m_w$ along $\hat w_2$ and product of inertia $J_{13} = U_d$ (as Basilisk sets them at reset).
 
 **Difference from Basilisk for `jitter_fully_coupled` with $J_t \ne J_g$.** Basilisk's $c_\Omega$ uses
 $\omega_{w2}\omega_{w3}(-m_wd^2)$ and its $[I'_{W_c}]$ omits the $\Omega(J_t-J_g)$ entries of the
@@ -36,7 +37,7 @@ or a signal: a callable of $t$, e.g. `jaxsim.PiecewiseConstant`) and, when `args
 i.e. zero-order hold). Note that a signal is a function of $t$ only: with a `PiecewiseConstant` switch on
 the step grid, the first RK stage of the step that starts at the switch still reads the left-limit
 (old) value; for an exact hold from $t_k$ on, run the segments with the command in `args` (as the tests
-do) or place the switch off the grid. The command limits of Basilisk (`reaction_wheels.md` §2) are applied in this order:
+do) or place the switch off the grid. The command limits of Basilisk's `reactionWheelStateEffector` are applied in this order:
 1. `u_max > 0`: $u \leftarrow \mathrm{clip}(u, -u_{max}, u_{max})$;
 2. $|u| < u_{min}$: $u \leftarrow 0$ (deadband);
 3. `P_max > 0` and $|u\Omega| \ge P_{max}$: $u \leftarrow \mathrm{sign}(u)\,|P_{max}/\Omega|$;
@@ -55,7 +56,7 @@ right-hand side is discontinuous, so a step that crosses it loses RK4's order, a
 within $O(h|\dot\Omega|)$ of $\Omega_{max}$, like Basilisk's once-per-step logic). Under `jax.grad` the
 limits are piecewise: a clipped or zeroed torque has zero derivative w.r.t. the command.
 
-**Friction** $\tau_f$ (`reaction_wheels.md` §3, evaluated at every derivative evaluation), with the resisting
+**Friction** $\tau_f$ (Basilisk's wheel friction model, evaluated at every derivative evaluation), with the resisting
 function $f$ and $\tau_f = -f$:
 
 - Coulomb + viscous: $f_C(\Omega) = \tau_c\,s(\Omega) + c_v\Omega$ with $s = \mathrm{sign}$ (Basilisk), or

@@ -1,6 +1,6 @@
 r"""The spacecraft: a rigid hub with state and dynamic effectors, solved by back-substitution.
 
-Equations (`physics/hub_bsm.md`, after Allard, Schaub & Piggott, "General hinged rigid-body dynamics
+Equations (Basilisk `spacecraft` module documentation, after Allard, Schaub & Piggott, "General hinged rigid-body dynamics
 approximating first-order spacecraft solar panel flexing", JSR 55(5), 2018, doi:10.2514/1.A34125):
 $$\begin{bmatrix}A & B\\ C & D\end{bmatrix}\begin{bmatrix}{}^B\ddot{\mathbf r}_{B/N}\\ \dot{\boldsymbol\omega}\end{bmatrix}
 =\begin{bmatrix}\mathbf v_{trans}\\ \mathbf v_{rot}\end{bmatrix},\quad

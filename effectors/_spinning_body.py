@@ -1,7 +1,7 @@
 r"""One-degree-of-freedom spinning bodies (Basilisk `spinningBodyOneDOFStateEffector`), N in one effector.
 
 Body $i$ is a rigid body (full inertia, CoM anywhere) turning about a body-fixed axis through the joint
-point $S$ at $\mathbf r_{S/B}$. Frames (`physics/spinning_body_1dof.md`): $\mathcal S_0$ given by $[S_0B]$;
+point $S$ at $\mathbf r_{S/B}$. Frames (Basilisk `spinningBodyOneDOFStateEffector` documentation): $\mathcal S_0$ given by $[S_0B]$;
 $\mathcal S$ is $\mathcal S_0$ rotated by $+\theta$ about the spin axis ${}^{S}\hat{\mathbf s}$:
 $[SB] = C(\theta\,{}^{S}\hat{\mathbf s})[S_0B]$, $C(\Phi\hat e) = \cos\Phi\,I + (1-\cos\Phi)\hat e\hat e^T - \sin\Phi[\tilde{\hat e}]$.
 """
@@ -35,7 +35,8 @@ def _T(m):
 class SpinningBodies(AbstractStateEffector):
     r"""$n$ rigid bodies, each rotating about one body-fixed axis with spring, damper, motor or a lock.
 
-    Each free body obeys (Vaz Carneiro, Allard & Schaub 2023; `physics/spinning_body_1dof.md` §3)
+    Each free body obeys (Vaz Carneiro, Allard & Schaub, "Rotating Rigid Body Dynamics Architecture for
+    Spacecraft Simulation Software Implementation", AAS GN&C Conference, 2023)
     $$\ddot\theta = \mathbf a_\theta^T\,{}^{B}\ddot{\mathbf r}_{B/N} + \mathbf b_\theta^T\dot{\boldsymbol\omega} + c_\theta,\qquad
     \mathbf a_\theta = \frac{m\mathbf q}{m_\theta},\quad \mathbf b_\theta = -\frac{[I_S]\hat{\mathbf s} - m\,\mathbf r_{S/B}\times\mathbf q}{m_\theta},$$
     $\mathbf q = \mathbf r_{S_c/S}\times\hat{\mathbf s}$, $m_\theta = \hat{\mathbf s}^T[I_S]\hat{\mathbf s}$ ($[I_S]$ the inertia about the joint),

@@ -1,7 +1,7 @@
 r"""Linear spring-mass-damper particles (Basilisk `linearSpringMassDamper`, fuel slosh), N in one effector.
 
 Particle $j$ is a point mass at $\mathbf r_{P_c/B} = \mathbf r_{P/B} + \rho\,\hat{\mathbf p}$ that moves along the
-body-fixed unit direction $\hat{\mathbf p}$ about its equilibrium point $P$ (`physics/spring_mass_damper.md`).
+body-fixed unit direction $\hat{\mathbf p}$ about its equilibrium point $P$ (Basilisk `linearSpringMassDamper` module documentation).
 """
 
 import equinox as eqx
@@ -20,7 +20,7 @@ from ._unit_params import per_unit, unit_count
 class SpringMassDampers(AbstractStateEffector):
     r"""$n$ point masses on linear springs and dampers along body-fixed directions (fuel slosh model).
 
-    Each particle obeys (`physics/spring_mass_damper.md` §3)
+    Each particle obeys (Basilisk `linearSpringMassDamper` documentation; Newton and Kane give the same equation)
     $$\ddot\rho = -\hat{\mathbf p}^T\,{}^{B}\ddot{\mathbf r}_{B/N} + (\hat{\mathbf p}\times\mathbf r_{P_c/B})^T\dot{\boldsymbol\omega} + c_\rho,\quad
     m c_\rho = \hat{\mathbf p}\cdot m\mathbf g_B - k\rho - c\dot\rho - 2m\hat{\mathbf p}\cdot(\boldsymbol\omega\times\mathbf r'_{P_c/B})
     - m\hat{\mathbf p}\cdot\big(\boldsymbol\omega\times(\boldsymbol\omega\times\mathbf r_{P_c/B})\big).$$

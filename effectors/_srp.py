@@ -11,7 +11,7 @@ from ._effector import AbstractDynamicEffector
 from ._types import ForceTorque, HubContext
 
 
-# Constants of physics/dynamic_effectors.md section 5 (Basilisk's values).
+# Basilisk `radiationPressure` constants: solar flux at 1 AU, astronomical unit, speed of light.
 SOLAR_FLUX_1AU = 1361.0  # W/m^2
 AU = 1.49597870693e11  # m
 SPEED_OF_LIGHT = 299792458.0  # m/s
@@ -115,13 +115,14 @@ class CannonballSRP(AbstractDynamicEffector):
 
     **Assumptions and limitations:** the hub position is taken **absolute** (`ctx.r_BN_N +
     ctx.r_origin_N`), so sun and occulter positions are given in the inertial frame's origin, not
-    relative to a central body (this avoids the position trap of `physics/dynamic_effectors.md`
-    sec. 3; with the central body at the origin it equals Basilisk's formula); no attitude
+    relative to a central body (Basilisk subtracts the hub position state, central-body relative
+    when a central body is flagged, from the sun's inertial ephemeris position, which is consistent
+    only when the central body sits at the ephemeris origin; in that case the two formulas agree); no attitude
     dependence (no faceted model, no torque); one spherical occulter, no atmosphere refraction; the
     cylindrical model is a step in $\nu$ (not differentiable across the shadow boundary: use the
     conical model or events for gradients); light-time and aberration neglected.
 
-    **Reference:** Basilisk `radiationPressure.cpp` (`physics/dynamic_effectors.md` sec. 5);
+    **Reference:** Basilisk `radiationPressure` module documentation (cannonball model);
     Montenbruck & Gill, *Satellite Orbits* (2000), secs. 3.4.1-3.4.2.
     """
 

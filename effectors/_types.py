@@ -1,6 +1,7 @@
 r"""Small pytrees exchanged between the spacecraft hub and its effectors (all $\mathcal B$ components).
 
-Notation (Basilisk's, see `physics/frames_and_notation.md`): $B$ body origin, $C$ composite centre of mass,
+Notation (Basilisk's; see the conventions page of the documentation, `docs/conventions.md`, and
+Schaub & Junkins, *Analytical Mechanics of Space Systems*): $B$ body origin, $C$ composite centre of mass,
 $\mathbf c = \mathbf r_{C/B}$; primes are body-frame derivatives.
 """
 

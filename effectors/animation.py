@@ -23,7 +23,8 @@ animation.save_animation(anim, "spacecraft.gif")     # PillowWriter; ".mp4" uses
 geom = animation.spacecraft_frames(sol, sc)           # the vertices drawn, as numpy arrays
 ```
 
-Geometry (`physics/hinged_rigid_body.md` §1, `physics/reaction_wheels.md`): every position is relative
+Geometry (the panel and wheel frames of `HingedRigidBodies` and `ReactionWheels`, i.e. of Basilisk's
+`hingedRigidBodyStateEffector` and `reactionWheelStateEffector`): every position is relative
 to the body origin $B$ (the scene follows the spacecraft; its orbit is not drawn) and expressed in
 $\mathcal N$ components, $\mathbf r_N = [BN]^T\mathbf r_B$ with $[BN]$ from $\boldsymbol\sigma_{B/N}$ (or in
 $\mathcal B$ components with `frame="B"`).

@@ -1,7 +1,8 @@
 """Reaction wheels: Basilisk reference, conservation, closed forms, limits, friction, gradients.
 
 Oracles: the stored Basilisk run `reaction_wheels` (balanced wheels, constant torques), Basilisk's
-integrated-test regression truths (R1-R3 of `physics/verification.md`), angular-momentum and energy
+integrated-test regression truths (R1-R3: the balanced, simple-jitter and fully-coupled cases of
+`test_reactionWheelStateEffector_integrated.py`), angular-momentum and energy
 conservation (with the motor work integrated as a state), the momentum-exchange closed form (R4),
 hand-evaluated command limits (R5), the friction formula and an independent scalar wheel ODE (R6),
 central finite differences for `jax.grad`, and vectorized-vs-separate effector equality.
@@ -300,8 +301,9 @@ def test_fully_coupled_forms_agree_for_equal_transverse_inertia():
 
 
 # ---------------------------------------------------------------------------------------------------
-# Basilisk integrated-test regression truths (verification.md R1-R3): HR16 wheels x1e4 imbalance,
-# commands (0.2, 0.1, -0.5) N m (the last saturates at u_max = 0.2) for the first half, 0 after.
+# Basilisk integrated-test regression truths (`test_reactionWheelStateEffector_integrated.py`):
+# HR16 wheels x1e4 imbalance, commands (0.2, 0.1, -0.5) N m (the last saturates at u_max = 0.2)
+# for the first half, 0 after.
 
 MU_EARTH = 3.986004415e14  # [m^3/s^2]
 R_CN_N0 = [-4020338.690396649, 7490566.741852513, 5248299.211589362]  # [m]
@@ -482,7 +484,8 @@ def test_grad_wrt_Js_matches_central_differences(boe_model):
 
 
 def test_command_limits_single_call():
-    # Each column exercises one rule; expected values computed by hand from reaction_wheels.md §2.
+    # Each column exercises one rule; expected values computed by hand from Basilisk's rules
+    # (clip to u_max, deadband u_min, power limit P_max, speed limit Omega_max, in that order).
     u = np.array([0.5, -0.5, 0.005, 0.15, -0.15, 0.1, -0.1, 0.1, 0.3])
     Om = np.array([1.0, 1.0, 1.0, 10.0, 10.0, 100.0, 100.0, -100.0, 100.0])
     expected = np.array([0.2, -0.2, 0.0, 0.1, -0.1, 0.0, -0.01, 0.01, 0.0])
@@ -589,7 +592,8 @@ FRIC_T = 100.0  # [s]
 
 
 def _friction_np(Om, mode, p=FRIC):
-    """Independent evaluation of reaction_wheels.md §3 (numpy)."""
+    """Independent numpy evaluation of Basilisk's wheel friction (Coulomb/viscous or Stribeck, with
+    limit-cycle smoothing)."""
     tc, ts, b, cv, wlc = (
         p[k] for k in ("fCoulomb", "fStatic", "betaStatic", "cViscous", "omegaLimitCycle")
     )

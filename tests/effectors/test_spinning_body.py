@@ -21,7 +21,7 @@ from tests.helpers import hub_from_spec, initial_state, load_reference
 
 
 # A hinged panel is the spinning body with sHat = sHat2, r_ScS = -d sHat1 and diagonal inertia
-# (physics/spinning_body_1dof.md §6): the spinner reproduces Basilisk's panel run at round-off.
+# (Vaz Carneiro, Allard & Schaub 2023): the spinner reproduces Basilisk's panel run at round-off.
 REL_TOL_RV = 1e-9
 ABS_TOL_ANGLES = 1e-9
 # Conservation over 10 s at h = 2.5 ms (axis frequencies <= 1.4 rad/s, hub spin 0.17 rad/s).
@@ -39,11 +39,11 @@ REL_TOL_GRAD = 1e-6
 FD_REL_STEP = 1e-4
 
 MU_EARTH = 3.986004415e14  # [m^3/s^2]
-R_CN_N0 = [-4020338.690396649, 7490566.741852513, 5248299.211589362]  # [m] verification.md
+R_CN_N0 = [-4020338.690396649, 7490566.741852513, 5248299.211589362]  # [m] Basilisk test orbit
 V_CN_N0 = [-5199.77710904224, -3436.681645356935, 1041.576797498721]  # [m/s]
 DEG = np.pi / 180.0
 
-# Spinner 1: verification.md §5 (Basilisk's spinningBodyOneDOF unit test); spinner 2: another axis.
+# Spinner 1: the body of Basilisk's `test_spinningBodyOneDOFStateEffector.py`; spinner 2: another axis.
 SPINNERS = dict(
     mass=np.array([50.0, 20.0]),
     ISPntSc_S=np.array(
