@@ -55,6 +55,11 @@ SCENARIO = {
     "state": False,  # thrusterStateEffector instead of thrusterDynamicEffector
     # (write time [s], on-time per thruster [s]); an on-time of 0 stops a firing.
     "commands": [(0.0, [2.0, 0.0, 0.0]), (1.0, [0.0, 1.25, 0.0]), (3.0, [1.5, 0.0, 2.0])],
+    # None, or a fuel tank fed by the thruster set (Basilisk `fuelTank`, added to the dynamics task
+    # after the spacecraft so that its message reports the mass at the step end): `model` (a
+    # `basilisk_fuel_tank.MODELS` name), `prop_mass_init` [kg], `radius` [m], optional `length` [m],
+    # `r_TcT_T` [m], `r_TB_B` [m], `update_only`.
+    "tank": None,
     "fsw_dt": 0.5,
     "dyn_dt": 0.25,
     "duration": 8.0,
@@ -74,7 +79,8 @@ def run(**overrides) -> dict:
     Returns float64 arrays sampled every `sample_dt` from t = 0 to `duration`: `t` [s], `r_BN_N`,
     `v_BN_N` [m, m/s], `sigma_BN`, `omega_BN_B` [rad/s], `massSC` [kg], `thrust_factor` (n,) and
     `thrust_force_B` (n, 3) [N] from the thrusters' output messages, and `mDot_total` [kg/s]
-    (the effector's last computed total mass flow, read after the run).
+    (the effector's last computed total mass flow, read after the run); with a `tank`, also
+    `fuelMass` [kg] and `fuelMassDot` [kg/s] (its `fuelTankOutMsg`).
     """
     from Basilisk.architecture import messaging, sysModel
     from Basilisk.simulation import (
@@ -144,6 +150,26 @@ def run(**overrides) -> dict:
         sc.addDynamicEffector(thr)
     sim.AddModelToTask("dynTask", thr)
     sim.AddModelToTask("dynTask", sc)
+    tank = None
+    if s["tank"] is not None:
+        from Basilisk.simulation import fuelTank
+
+        tk = s["tank"]
+        tank = fuelTank.FuelTank()
+        tank.ModelTag = "tank"
+        model = getattr(fuelTank, "FuelTankModel" + tk["model"])()
+        model.propMassInit = float(tk["prop_mass_init"])
+        model.r_TcT_TInit = [[float(x)] for x in tk.get("r_TcT_T", [0.0, 0.0, 0.0])]
+        model.radiusTankInit = float(tk["radius"])
+        if "length" in tk:
+            model.lengthTank = float(tk["length"])
+        tank.setTankModel(model)
+        tank.setR_TB_B([[float(x)] for x in tk.get("r_TB_B", [0.0, 0.0, 0.0])])
+        tank.setUpdateOnly(bool(tk.get("update_only", True)))
+        sc.addStateEffector(tank)
+        tank.addThrusterSet(thr)
+        sim.AddModelToTask("dynTask", tank)
+        keep += [model, tank]
 
     table = {int(round(float(t) / _NS)): [float(x) for x in T] for t, T in s["commands"]}
 
@@ -165,6 +191,8 @@ def run(**overrides) -> dict:
     ns = macros.sec2nano(s["sample_dt"])
     rec = {"state": sc.scStateOutMsg.recorder(ns), "mass": sc.scMassOutMsg.recorder(ns)}
     thr_rec = [m.recorder(ns) for m in thr.thrusterOutMsgs]
+    if tank is not None:
+        rec["tank"] = tank.fuelTankOutMsg.recorder(ns)
     for r in list(rec.values()) + thr_rec:
         sim.AddModelToTask("dynTask", r)
 
@@ -181,4 +209,7 @@ def run(**overrides) -> dict:
     out["thrust_factor"] = np.stack([f(r.thrustFactor) for r in thr_rec], axis=1)
     out["thrust_force_B"] = np.stack([f(r.thrustForce_B) for r in thr_rec], axis=1)
     out["mDot_total"] = float(thr.mDotTotal)
+    if tank is not None:
+        out["fuelMass"] = f(rec["tank"].fuelMass)
+        out["fuelMassDot"] = f(rec["tank"].fuelMassDot)
     return out

@@ -347,6 +347,17 @@ class FuelTank(AbstractStateEffector):
     - `leak_rate`: fuel leak [kg/s] >= 0, a constant or a signal of time (Basilisk `fuelLeakRate` /
       `fuelLeakRateInMsg`); the command `args[name]["leak_rate"]` adds to it.
     - `update_only`: skip the depletion torque (Basilisk `updateOnly`, default True).
+    - `basilisk_lag`: reproduce Basilisk's one-stage lag of the thrusters' flow (default False: the
+      tank drains the flow of the current evaluation, the consistent model that adaptive solvers
+      and gradients need). Basilisk's tank reads its thrusters' flow from their *previous*
+      derivative evaluation: under RK4 (stages 1 to 4 at $t_k$, $t_k + h/2$ twice, $t_k + h$)
+      stage $j > 1$ drains the flow of stage $j - 1$, and stage 1 that of the previous step's
+      stage 4 (at $t_k$, under the previous step's command), as do the outputs at $t_k$. With
+      `basilisk_lag=True` the state carries four auxiliary scalars that RK4's stage updates turn
+      into the previous stage's flow (`_lag_stage`); a fixed-step RK4 run then equals Basilisk's
+      to round-off, burns that start and stop mid-run included. Only for fixed-step `RK4` (the
+      auxiliary states assume its tableau). The leak is not lagged (Basilisk reads it at the
+      current evaluation).
     - `name`: key of the state `{"mass": ()}` and of the outputs.
 
     **Outputs** (under `name`): `fuelMass` [kg], `fuelMassDot` [kg/s] (Basilisk's `FuelTankMsg`),
@@ -367,6 +378,7 @@ class FuelTank(AbstractStateEffector):
     leak_rate: object
     thrusters: tuple = eqx.field(static=True)
     update_only: bool = eqx.field(static=True)
+    basilisk_lag: bool = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
     def __init__(
@@ -378,6 +390,7 @@ class FuelTank(AbstractStateEffector):
         thrusters=(),
         leak_rate=0.0,
         update_only=True,
+        basilisk_lag=False,
         name: str = "tank",
     ):
         cls = "FuelTank"
@@ -410,12 +423,21 @@ class FuelTank(AbstractStateEffector):
         if not isinstance(update_only, bool):
             raise ValueError(f"{cls}: `update_only` must be a bool; got {update_only!r}.")
         self.update_only = update_only
+        if not isinstance(basilisk_lag, bool):
+            raise ValueError(f"{cls}: `basilisk_lag` must be a bool; got {basilisk_lag!r}.")
+        self.basilisk_lag = basilisk_lag
         self.name = check_name(cls, "name", name)
 
     # The commands read from `args[name]` (checked by `simulate`).
     commands = {"leak_rate": ()}
     # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
-    STATE_UNITS = {"mass": "kg"}
+    STATE_UNITS = {
+        "mass": "kg",
+        "flow_prev": "kg/s",
+        "lag_h": "s",
+        "lag_n": "s",
+        "lag_flow_h": "kg",
+    }
     OUTPUT_UNITS = {
         "fuelMass": "kg",
         "fuelMassDot": "kg/s",
@@ -429,26 +451,40 @@ class FuelTank(AbstractStateEffector):
         """Names of the effectors whose `mass_flow` this tank drains (resolved by `Spacecraft`)."""
         return self.thrusters
 
-    def init_state(self, mass=None) -> dict:
-        """`{"mass": m_f}`: `prop_mass_init` unless `mass` [kg] is given."""
-        if mass is None:
-            return {"mass": jnp.asarray(self.model.prop_mass_init, dtype=float)}
+    def init_state(self, mass=None, flow_prev=None) -> dict:
+        """`{"mass": m_f}`: `prop_mass_init` unless `mass` [kg] is given.
+
+        With `basilisk_lag`, also the auxiliary states (`_lag_stage`): `flow_prev` [kg/s] is the
+        thrusters' flow of the evaluation before the run, drained by the first stage (default 0:
+        in Basilisk, the thrusters' state before a command is read; a command read before the
+        first step, e.g. a message written before `InitializeSimulation`, fires in the
+        spacecraft's zero-length integration at $t_0$, and then `flow_prev` is that flow)."""
         cls = f"FuelTank({self.name}).init_state"
-        return {"mass": check_nonnegative(cls, "mass", as_array(cls, "mass", mass, "kg", ()), "kg")}
+        if mass is None:
+            x = {"mass": jnp.asarray(self.model.prop_mass_init, dtype=float)}
+        else:
+            m = check_nonnegative(cls, "mass", as_array(cls, "mass", mass, "kg", ()), "kg")
+            x = {"mass": m}
+        if self.basilisk_lag:
+            f0 = (
+                jnp.zeros(())
+                if flow_prev is None
+                else as_array(cls, "flow_prev", flow_prev, "kg/s", ())
+            )
+            z = jnp.zeros(())
+            x.update(flow_prev=jnp.asarray(f0, dtype=float), lag_h=z, lag_n=z, lag_flow_h=z)
+        elif flow_prev is not None:
+            raise ValueError(f"{cls}: `flow_prev` needs `basilisk_lag=True`.")
+        return x
 
     def breakpoints(self) -> tuple:
         return breakpoints_of(self.leak_rate)
 
     # ----------------------------------------------------------------------------------------------
 
-    def consumption(self, x, t, args, mass_flows) -> Float[Array, ""]:
-        r"""Fuel leaving the tank $\dot m_{out}$ [kg/s] (>= 0): leak plus the flows of its thrusters,
-        0 once the fuel mass is 0 (Basilisk stops the depletion of an empty tank)."""
-        leak = jnp.asarray(evaluate(self.leak_rate, t), dtype=float)
-        cmd = command(args, self.name, "leak_rate")
-        if cmd is not None:
-            leak = leak + jnp.asarray(cmd, dtype=float)
-        total = leak
+    def thruster_flow(self, mass_flows) -> Float[Array, ""]:
+        """Sum of the current flows of the linked thruster sets [kg/s] (this evaluation's)."""
+        total = jnp.zeros(())
         for n in self.thrusters:
             if mass_flows is None or n not in mass_flows:
                 raise ValueError(
@@ -456,7 +492,50 @@ class FuelTank(AbstractStateEffector):
                     f"(the tank must belong to a Spacecraft that holds the effector {n!r})."
                 )
             total = total + jnp.sum(mass_flows[n])
-        return jnp.where(x["mass"] > 0.0, total, 0.0)
+        return total
+
+    @staticmethod
+    def _lag_stage(x, flow):
+        r"""Basilisk's lagged thruster flow at this RK4 stage, and the auxiliary derivatives.
+
+        Four scalar states, reset to 0 by `step_map` except `flow_prev`, follow RK4's stage inputs
+        $Y_2 = y_k + \tfrac h2 k_1$, $Y_3 = y_k + \tfrac h2 k_2$, $Y_4 = y_k + h k_3$:
+        `lag_h` (derivatives 2, 2, 1 at stages 1-3) reads $h$ at stages 2-4 and 0 at stage 1;
+        `lag_n` (2, 4, 3) reads $h, 2h, 3h$, so `lag_n / lag_h` + 1 is the stage;
+        `lag_flow_h` ($2F_1$, $2F_2$, $F_3$, $F_j$ the thrusters' flow at stage $j$) reads
+        $h F_{j-1}$ at stage $j$; `flow_prev` (0 at stages 1-3, $6(F_4 - P)/h$ at stage 4) is $P$
+        over the step and $F_4$ after it. The lagged flow is $P$ at stage 1, else
+        `lag_flow_h / lag_h`.
+        """
+        h, n, fh, p = x["lag_h"], x["lag_n"], x["lag_flow_h"], x["flow_prev"]
+        first = h == 0.0
+        safe_h = jnp.where(first, 1.0, h)
+        ratio = n / safe_h
+        second = ~first & (ratio < 1.5)
+        third = ~first & (ratio >= 1.5) & (ratio < 2.5)
+        fourth = ~first & (ratio >= 2.5)
+        lagged = jnp.where(first, p, fh / safe_h)
+        early = first | second
+        dx = {
+            "flow_prev": jnp.where(fourth, 6.0 * (flow - p) / safe_h, 0.0),
+            "lag_h": jnp.where(early, 2.0, jnp.where(third, 1.0, 0.0)),
+            "lag_n": jnp.where(first, 2.0, jnp.where(second, 4.0, jnp.where(third, 3.0, 0.0))),
+            "lag_flow_h": jnp.where(early, 2.0 * flow, jnp.where(third, flow, 0.0)),
+        }
+        return lagged, dx
+
+    def consumption(self, x, t, args, mass_flows) -> Float[Array, ""]:
+        r"""Fuel leaving the tank $\dot m_{out}$ [kg/s] (>= 0): leak plus the flows of its thrusters
+        (with `basilisk_lag`, those of the previous RK4 stage), 0 once the fuel mass is 0 (Basilisk
+        stops the depletion of an empty tank)."""
+        leak = jnp.asarray(evaluate(self.leak_rate, t), dtype=float)
+        cmd = command(args, self.name, "leak_rate")
+        if cmd is not None:
+            leak = leak + jnp.asarray(cmd, dtype=float)
+        flow = self.thruster_flow(mass_flows)
+        if self.basilisk_lag:
+            flow = self._lag_stage(x, flow)[0]
+        return jnp.where(x["mass"] > 0.0, leak + flow, 0.0)
 
     def _geometry(self, x, m_dot):
         m = jnp.maximum(x["mass"], 0.0)
@@ -509,7 +588,10 @@ class FuelTank(AbstractStateEffector):
                 -m * cross3(r, r_pp) - m * cross3(omega, r_x_rp) - m_dot * r_x_rp - mv3(I_p, omega)
             )
             bs = eqx.tree_at(lambda b: b.v_rot, bs, v_rot)
-        return Contribution(bs, lambda rDDot_BN_B, omegaDot_BN_B: {"mass": m_dot})
+        dx = {"mass": m_dot}
+        if self.basilisk_lag:
+            dx.update(self._lag_stage(x, self.thruster_flow(ctx.mass_flows))[1])
+        return Contribution(bs, lambda rDDot_BN_B, omegaDot_BN_B: dx)
 
     def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
         m, _, r, I_c = self._geometry(x, jnp.zeros(()))
@@ -532,5 +614,11 @@ class FuelTank(AbstractStateEffector):
         }
 
     def step_map(self, t, x):
-        """Clamp the fuel mass at 0 after each step (Basilisk resets a negative mass state to 0)."""
-        return {"mass": jnp.maximum(x["mass"], 0.0)}, {}
+        """Clamp the fuel mass at 0 after each step (Basilisk resets a negative mass state to 0);
+        with `basilisk_lag`, reset the stage counters (`flow_prev` keeps the last stage's flow)."""
+        new = dict(x)
+        new["mass"] = jnp.maximum(x["mass"], 0.0)
+        if self.basilisk_lag:
+            z = jnp.zeros_like(x["lag_h"])
+            new.update(lag_h=z, lag_n=z, lag_flow_h=z)
+        return new, {}

@@ -45,6 +45,9 @@ REL_TOL_TIME = 1e-15
 # Components of a finite-difference derivative treated as non-zero (round-off of the differences
 # is ~1e-11 at the relative step used).
 FD_NONZERO = 1e-8
+# Fuel drained per step vs a numpy sum of h b_j mdot_j over the RK4 stages: the same sum of four
+# terms in another order, accumulated over 32 steps on a 30 kg mass (ulp 3.6e-15 kg).
+ABS_TOL_FUEL_SUM = 1e-12  # [kg]
 
 MODELS = {
     "ConstantVolume": lambda m0, r: fx.ConstantVolumeTank(m0, 0.5, r),
@@ -182,6 +185,162 @@ def test_basilisk_fuel_masses(basilisk_pair):
         assert _rel(o["fuelMass"], mass) <= REL_TOL_BASILISK, (name, tk["name"])
         assert _rel(o["fuelMassDot"], flow) <= REL_TOL_BASILISK, (name, tk["name"])
         assert mass[0] - mass[-1] > 1e-2  # every tank drains
+
+
+# --------------------------------------------------------------------------------------------------
+# Burns that start and stop mid-run: Basilisk's one-stage lag of the thrusters' flow
+# (`FuelTank(basilisk_lag=True)`), with on-time commands and with a ThrusterStateEffector.
+
+# Strong thrusters with a low Isp (flows of 0.01-0.04 kg/s), so that the lag matters; an
+# off-centre constant-density tank with the depletion torque.
+PULSE_THRUST = {"max_thrust": [20.0, 15.0, 8.0], "Isp": [50.0, 40.0, 60.0]}
+PULSE_TANK = {
+    "model": "ConstantDensity",
+    "prop_mass_init": 30.0,
+    "radius": 0.4,
+    "r_TB_B": [0.3, -0.2, 0.5],
+    "update_only": False,
+}
+HUB_KEYS = ("r_BN_N", "v_BN_N", "sigma_BN", "omega_BN_B")
+
+
+def _pulse_spec(state):
+    from benchmarks import basilisk_thrusters as bth
+    from tests.effectors.test_thrusters import EDGE_COMMANDS, MIN_ON
+
+    # The state effector's MinOnTime rule (kappa > 1e-5) is not the schedule's: no minimum there.
+    min_on = [0.0, 0.0, 0.0] if state else MIN_ON
+    S = dict(bth.SCENARIO, commands=EDGE_COMMANDS, min_on_time=min_on, tank=PULSE_TANK)
+    S.update(PULSE_THRUST, state=state, cutoff_frequency=[2.0, 1.0, 0.5])
+    sched = fx.OnTimeSchedule(
+        [c[0] for c in EDGE_COMMANDS], [c[1] for c in EDGE_COMMANDS], min_on_time=min_on
+    )
+    return S, sched
+
+
+def _pulse_run(S, sched, lag):
+    from benchmarks import basilisk_thrusters as bth
+
+    args = (S["r_TB_B"], bth.tHat_B(S), S["max_thrust"], S["Isp"])
+    if S["state"]:
+        thr = fx.ThrusterStateEffector(
+            *args, S["cutoff_frequency"], sched, basilisk_hold=True, name="thrusters"
+        )
+        state_effectors, dynamic_effectors = [thr], []
+    else:
+        thr = fx.Thrusters(*args, throttle=sched, name="thrusters")
+        state_effectors, dynamic_effectors = [], [thr]
+    tk = PULSE_TANK
+    tank = fx.FuelTank(
+        fx.ConstantDensityTank(tk["prop_mass_init"], tk["radius"]),
+        r_TB_B=tk["r_TB_B"],
+        thrusters="thrusters",
+        update_only=tk["update_only"],
+        basilisk_lag=lag,
+        name="tank",
+    )
+    sc = fx.Spacecraft(
+        fx.Hub(S["mass"], S["I_B"]),
+        state_effectors=state_effectors + [tank],
+        dynamic_effectors=dynamic_effectors,
+    )
+    y0 = sc.init_state(S["r_CN_N0"], S["v_CN_N0"], S["sigma_BN0"], S["omega_BN_B0"])
+    return js.simulate(
+        sc, y0, S["duration"], dt=S["dyn_dt"], solver=js.RK4(), sample_dt=S["sample_dt"]
+    )
+
+
+def _stage_flows(S, sched, lag):
+    """(steps, 4) thruster flow [kg/s] the tank drains at each RK4 stage, from Basilisk's firing
+    rule in numpy (command in force chosen at the step midpoint, closed window; with `lag`, the
+    flow of the previous stage, 0 before the first step)."""
+    h, K = S["dyn_dt"], int(round(S["duration"] / S["dyn_dt"]))
+    times = np.asarray(sched.times)
+    T = np.asarray(sched.effective())
+    mdot = np.asarray(S["max_thrust"]) / (np.asarray(S["Isp"]) * G0)
+    flows = np.zeros((K, 4))
+    for k in range(K):
+        c = np.searchsorted(times, (k + 0.5) * h, side="right") - 1
+        for j, tau in enumerate(k * h + h * np.array([0.0, 0.5, 0.5, 1.0])):
+            on = (c >= 0) & (T[c] > 0) & (tau <= times[c] + T[c])
+            flows[k, j] = np.sum(np.where(on, mdot, 0.0))
+    if lag:
+        flat = np.concatenate([[0.0], flows.ravel()[:-1]])
+        flows = flat.reshape(K, 4)
+    return flows
+
+
+def _drained(S, flows):
+    """Fuel drained by each step [kg] under RK4's weights."""
+    return S["dyn_dt"] * flows @ np.array([1.0, 2.0, 2.0, 1.0]) / 6.0
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["on_time", "state_effector"])
+def pulse_pair(request):
+    pytest.importorskip("Basilisk")
+    from benchmarks import basilisk_thrusters as bth
+
+    S, sched = _pulse_spec(request.param)
+    ref = bth.run(**S)
+    sols = {lag: _pulse_run(S, sched, lag) for lag in (True, False)}
+    return S, sched, ref, sols
+
+
+@pytest.mark.crossval
+def test_pulsed_burn_with_lag_matches_basilisk(pulse_pair):
+    """On-time commands starting and stopping mid-run (ends on step ends, on a half step, inside a
+    first half; MinOnTime drops) draining a tank, and the same commands through a
+    ThrusterStateEffector with `basilisk_hold`: `basilisk_lag=True` equals live Basilisk.
+    Measured <= 1.3e-15 relative on r, v, sigma, omega, the masses and the flow."""
+    S, _, ref, sols = pulse_pair
+    sol = sols[True]
+    np.testing.assert_allclose(np.asarray(sol.ts), ref["t"], rtol=REL_TOL_TIME, atol=0.0)
+    for key in HUB_KEYS:
+        err = _rel(sol.ys["hub"][key], ref[key])
+        assert err <= REL_TOL_BASILISK, f"{key}: {err:.3g}"
+    assert _rel(sol.outputs["massSC"], ref["massSC"]) <= REL_TOL_BASILISK
+    out = sol.outputs["tank"]
+    assert _rel(out["fuelMass"], ref["fuelMass"]) <= REL_TOL_BASILISK
+    assert _rel(out["fuelMassDot"], ref["fuelMassDot"]) <= REL_TOL_BASILISK
+    assert ref["fuelMass"][0] - ref["fuelMass"][-1] > 0.1  # it drains
+
+
+@pytest.mark.crossval
+def test_default_tank_differs_from_basilisk_by_one_stage(pulse_pair):
+    """The default tank drains the current stage's flow: it differs from Basilisk, step by step,
+    by exactly the one-stage shift of the flow (at every burn start and cut-off)."""
+    S, sched, ref, sols = pulse_pair
+    fuel = np.asarray(sols[False].outputs["tank"]["fuelMass"])
+    err = np.abs(fuel - ref["fuelMass"]).max()
+    assert err > 1e3 * REL_TOL_BASILISK * ref["fuelMass"][0]  # the flag matters
+    if not S["state"]:
+        # Default minus Basilisk, per step: the fuel drained by the lagged flows minus the
+        # current ones, from the firing rule (zero on steps without an edge).
+        shift = np.diff(fuel - ref["fuelMass"])
+        expected = _drained(S, _stage_flows(S, sched, True)) - _drained(
+            S, _stage_flows(S, sched, False)
+        )
+        np.testing.assert_allclose(shift, expected, rtol=0.0, atol=ABS_TOL_FUEL_SUM)
+        # Thruster 2's cut-off at 2.125 s, half-way through the step [2.0, 2.25] (stages 1-3 fire):
+        # Basilisk's fourth stage still drains the third stage's flow, h/6 of it more than the
+        # default. The 6.1 s cut-off (inside a first half) is in the series above.
+        h = S["dyn_dt"]
+        mdot2 = S["max_thrust"][2] / (S["Isp"][2] * G0)
+        np.testing.assert_allclose(shift[8], h / 6.0 * mdot2, rtol=0.0, atol=ABS_TOL_FUEL_SUM)
+        assert np.count_nonzero(np.abs(expected) > ABS_TOL_FUEL_SUM) == 9  # every edge shows
+
+
+def test_basilisk_lag_drains_the_previous_stage_flow():
+    """Without Basilisk: `basilisk_lag=True` drains h sum_j b_j F_{j-1} per RK4 step (F_0: the
+    previous step's last stage, 0 before the run), the default h sum_j b_j F_j; pulsed commands."""
+    pytest.importorskip("benchmarks.basilisk_thrusters")
+    S, sched = _pulse_spec(False)
+    for lag in (True, False):
+        sol = _pulse_run(S, sched, lag)
+        drained = -np.diff(np.asarray(sol.outputs["tank"]["fuelMass"]))
+        expected = _drained(S, _stage_flows(S, sched, lag))
+        np.testing.assert_allclose(drained, expected, rtol=0.0, atol=ABS_TOL_FUEL_SUM)
+    assert np.abs(_drained(S, _stage_flows(S, sched, True)) - expected).max() > 1e-3
 
 
 # --------------------------------------------------------------------------------------------------
@@ -394,6 +553,14 @@ def test_vmap_over_dispersed_fuel_loads_equals_single_runs():
         (
             lambda: fx.FuelTank(fx.ConstantVolumeTank(1.0, 0.5), update_only=1),
             r"FuelTank: `update_only` must be a bool",
+        ),
+        (
+            lambda: fx.FuelTank(fx.ConstantVolumeTank(1.0, 0.5), basilisk_lag=1),
+            r"FuelTank: `basilisk_lag` must be a bool",
+        ),
+        (
+            lambda: fx.FuelTank(fx.ConstantVolumeTank(1.0, 0.5)).init_state(flow_prev=0.1),
+            r"`flow_prev` needs `basilisk_lag=True`",
         ),
     ],
 )
