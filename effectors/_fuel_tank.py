@@ -456,9 +456,11 @@ class FuelTank(AbstractStateEffector):
 
         With `basilisk_lag`, also the auxiliary states (`_lag_stage`): `flow_prev` [kg/s] is the
         thrusters' flow of the evaluation before the run, drained by the first stage (default 0:
-        in Basilisk, the thrusters' state before a command is read; a command read before the
-        first step, e.g. a message written before `InitializeSimulation`, fires in the
-        spacecraft's zero-length integration at $t_0$, and then `flow_prev` is that flow)."""
+        in Basilisk, the thrusters' state before a command is read). A command read before the
+        first step (a message written before `InitializeSimulation`) fires in Basilisk's
+        zero-length integration at $t_0$: then set `flow_prev` to that flow in the state that
+        `Spacecraft.init_state` returns (built with 0, as Basilisk's `Reset` sees no firing
+        thruster when it places $B$)."""
         cls = f"FuelTank({self.name}).init_state"
         if mass is None:
             x = {"mass": jnp.asarray(self.model.prop_mass_init, dtype=float)}

@@ -74,10 +74,11 @@ class ThrusterStateEffector(AbstractStateEffector):
     and `mDot_total` [kg/s].
 
     **Assumptions and limitations:** the hub's mass does not change here (a fuel tank drains the
-    mass flow); no Isp or thrust blow-down, no dispersions; thrusters fixed to the hub. Basilisk
-    computes the mass flow from the thrust factor of the *previous* derivative evaluation (one
-    stage late); here it is that of the current state. `MinOnTime` with `OnTimeSchedule` uses the
-    command window as "firing", whereas Basilisk's state effector uses $\kappa > 10^{-5}$ (use
+    mass flow); no Isp or thrust blow-down, no dispersions; thrusters fixed to the hub. Basilisk's
+    fuel tank drains the flow of the thrust factor of the *previous* derivative evaluation (one
+    stage late); `mass_flow` is that of the current state, and `FuelTank(basilisk_lag=True)`
+    applies Basilisk's lag. `MinOnTime` with `OnTimeSchedule` uses the command window as
+    "firing", whereas Basilisk's state effector uses $\kappa > 10^{-5}$ (use
     `OnTimeFSW(firing_state=(name, "kappa"))` for Basilisk's rule).
 
     **Reference:** Basilisk `thrusterStateEffector` (`thrusterStateEffector.cpp` and its
