@@ -331,11 +331,11 @@ def j2_vs_heyoka(solvers: tuple, rounds: int) -> dict:
     jx = collections.defaultdict(list)
     for _ in range(rounds):
         for tol in bo.HEYOKA_TOLS:
-            h = bo._heyoka_case(x0, tol, 3)
+            h = bo._heyoka_case(x0, tol, 5)
             hy[tol].append((h["run_s"], err(h["r_final"])))
         for name in solvers:
             c = bo._jax_case(
-                point, y0, getattr(js, name)(), bo.TARGET_RTOL, lambda s: s.ys["r_BN_N"][-1], 3
+                point, y0, getattr(js, name)(), bo.TARGET_RTOL, lambda s: s.ys["r_BN_N"][-1], 10
             )
             jx[name].append((c["run_s"], err(c["r_final"])))
     # heyoka's time-vs-error curve (points where a tighter tolerance still lowered the error)

@@ -647,9 +647,52 @@ def mark_after(ts, tree, t_final):
     return jtu.tree_map(one, tree)
 
 
+def chunked_drift(model, args):
+    """`drift(t, y, _)`: `model.drift(t, y, args)` reading the floating arrays of the model and of
+    `args` from a few flat vectors of at most `_SMALL_BUFFER_BYTES` each, sliced inside every call.
+
+    The step loops then close over these few vectors instead of every parameter array, so reverse
+    mode carries and accumulates a few cotangent vectors through the loops instead of one per
+    array (each a copy kernel per iteration on the CPU runtime); the chunks stay small buffers, so
+    the loop bodies still run their kernels in sequence. Forward values are unchanged (the slices
+    are exact). With arrays of mixed dtypes, or fewer than two, `model.drift` is used as is.
+    """
+    dyn, static = eqx.partition((model, args), eqx.is_inexact_array)
+    leaves, treedef = jtu.tree_flatten(dyn)
+    dtypes = {jnp.result_type(x) for x in leaves}
+    if len(leaves) < 2 or len(dtypes) != 1:
+        return lambda t, y, _: model.drift(t, y, args)
+    limit = max(_SMALL_BUFFER_BYTES // next(iter(dtypes)).itemsize, 1)
+    shapes = [jnp.shape(x) for x in leaves]
+    groups, current, filled = [], [], 0
+    for i, shape in enumerate(shapes):
+        size = int(np.prod(shape))
+        if current and filled + size > limit:
+            groups.append(current)
+            current, filled = [], 0
+        current.append(i)
+        filled += size
+    groups.append(current)
+    chunks = [jnp.concatenate([jnp.ravel(leaves[i]) for i in g]) for g in groups]
+
+    def drift(t, y, _):
+        parts = [None] * len(shapes)
+        for g, chunk in zip(groups, chunks, strict=True):
+            offset = 0
+            for i in g:
+                size = int(np.prod(shapes[i]))
+                parts[i] = jnp.reshape(chunk[offset : offset + size], shapes[i])
+                offset += size
+        m, a = eqx.combine(jtu.tree_unflatten(treedef, parts), static)
+        return m.drift(t, y, a)
+
+    return drift
+
+
 @jaxsim_jit
 def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
-    advance = lambda n, t, y, extra, inputs: solver.step(model.drift, t, y, config.dt, args)
+    drift = chunked_drift(model, args)
+    advance = lambda n, t, y, extra, inputs: solver.step(drift, t, y, config.dt, None)
     ys, counts = scan_grid(
         model, y0, config.seg, config.dt, config.t0, config.checkpoint, advance,
         progress=config.progress,
