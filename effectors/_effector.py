@@ -38,6 +38,11 @@ class AbstractEffector(eqx.Module):
         """Times [s] at which this effector's inputs are discontinuous."""
         return ()
 
+    def check_solver(self, solver, dt) -> None:
+        """Refuse, with a ValueError naming the effector, a solver (and step `dt`, None for an
+        adaptive run) this configuration cannot run under; called by `simulate` at the call.
+        Default: any solver."""
+
     # Units of the `outputs` entries by name, e.g. `{"torque_B": "N m"}` (subclasses set it; it may
     # name entries that a configuration does not record, e.g. the angle of balanced wheels).
     OUTPUT_UNITS = {}
@@ -91,6 +96,19 @@ def as_contribution(part) -> Contribution:
         rows.back_sub(),
         lambda rDDot_BN_B, omegaDot_BN_B: derivative(rows.accelerations(rDDot_BN_B, omegaDot_BN_B)),
     )
+
+
+def require_fixed_rk4(effector, flag: str, solver, dt) -> None:
+    """A ValueError unless the run is fixed-step `jaxsim.RK4()` with a step `dt`: for options that
+    reproduce Basilisk's RK4 stage sequence (`flag` names the option)."""
+    from jaxsim import RK4
+
+    if not isinstance(solver, RK4) or dt is None:
+        raise ValueError(
+            f"{type(effector).__name__} {effector.name!r}: `{flag}=True` reproduces Basilisk's "
+            f"RK4 stage sequence and runs only under the fixed-step `js.RK4()` with `dt`; got "
+            f"solver {type(solver).__name__}, dt={dt!r}."
+        )
 
 
 def _missing(effector, method: str) -> str:

@@ -27,7 +27,7 @@ from jaxsim.validation import (
     is_concrete,
 )
 
-from ._effector import AbstractStateEffector
+from ._effector import AbstractStateEffector, require_fixed_rk4
 from ._types import BackSub, Contribution, EnergyMomentum, HubContext, MassContext, MassProps
 from ._unit_params import command
 
@@ -478,6 +478,10 @@ class FuelTank(AbstractStateEffector):
         elif flow_prev is not None:
             raise ValueError(f"{cls}: `flow_prev` needs `basilisk_lag=True`.")
         return x
+
+    def check_solver(self, solver, dt) -> None:
+        if self.basilisk_lag:
+            require_fixed_rk4(self, "basilisk_lag", solver, dt)
 
     def breakpoints(self) -> tuple:
         return breakpoints_of(self.leak_rate)

@@ -421,6 +421,11 @@ class Spacecraft(AbstractDynamicObject):
                 counts[e.name] = c
         return new, counts
 
+    def check_solver(self, solver, dt) -> None:
+        """Each effector's (and attached effector's) `check_solver`."""
+        for e in _all_effectors(self):
+            e.check_solver(solver, dt)
+
     def breakpoints(self):
         return tuple(
             b for e in self.state_effectors + self.dynamic_effectors for b in e.breakpoints()

@@ -16,7 +16,7 @@ from jaxtyping import Array, Float
 from jaxsim.signals import breakpoints_of, held_time
 from jaxsim.validation import as_array, check_name, check_positive, fail, is_concrete
 
-from ._effector import AbstractStateEffector
+from ._effector import AbstractStateEffector, require_fixed_rk4
 from ._thrusters import (
     G0,
     OnTimeSchedule,
@@ -276,6 +276,10 @@ class ThrusterStateEffector(AbstractStateEffector):
             "mDot": mdot,
             "mDot_total": jnp.sum(mdot),
         }
+
+    def check_solver(self, solver, dt) -> None:
+        if self.basilisk_hold:
+            require_fixed_rk4(self, "basilisk_hold", solver, dt)
 
     def breakpoints(self):
         return breakpoints_of(self.commands_schedule)

@@ -87,6 +87,10 @@ class AbstractDynamicObject(eqx.Module):
         """Known times of discontinuities in the drift (scheduled sources), for adaptive solvers."""
         return ()
 
+    def check_solver(self, solver, dt) -> None:
+        """Refuse (ValueError) a solver, or a step `dt` (None: adaptive), this model cannot run
+        under; `simulate` calls it after checking its arguments. Default: any."""
+
     def command_spec(self) -> dict | None:
         """The commands this object reads from `args`, checked by `simulate` at the call.
 
@@ -210,6 +214,10 @@ class System(AbstractDynamicObject):
 
     def breakpoints(self):
         return tuple(b for o in self.objects for b in o.breakpoints())
+
+    def check_solver(self, solver, dt) -> None:
+        for o in self.objects:
+            o.check_solver(solver, dt)
 
     def command_spec(self):
         """Union of the objects' command specs (a shape read differently by two objects: None).

@@ -343,6 +343,31 @@ def test_basilisk_lag_drains_the_previous_stage_flow():
     assert np.abs(_drained(S, _stage_flows(S, sched, True)) - expected).max() > 1e-3
 
 
+def test_basilisk_stage_options_refuse_other_solvers():
+    """`basilisk_lag` (tank) and `basilisk_hold` (thruster state effector) follow RK4's stage
+    sequence: any other solver, or an adaptive run, is refused at the call, naming the option."""
+    thr = fx.Thrusters([[0.0, 0.0, 0.0]], [[1.0, 0.0, 0.0]], [10.0], [200.0], 1.0, name="thr")
+    tank = fx.FuelTank(fx.ConstantVolumeTank(30.0, 0.4), thrusters="thr", basilisk_lag=True)
+    sc = fx.Spacecraft(
+        fx.Hub(500.0, np.eye(3) * 300.0), state_effectors=[tank], dynamic_effectors=[thr]
+    )
+    y0 = sc.init_state()
+    assert js.simulate(sc, y0, 0.2, dt=0.1).result == js.RESULTS.successful
+    with pytest.raises(
+        ValueError, match=r"FuelTank 'tank'.*`basilisk_lag=True`.*got solver Euler"
+    ):
+        js.simulate(sc, y0, 0.2, dt=0.1, solver=js.Euler())
+    with pytest.raises(ValueError, match=r"`basilisk_lag=True`.*got solver Tsit5, dt=None"):
+        js.simulate(sc, y0, 0.2, solver=js.Tsit5(), rtol=1e-8, atol=1e-8)
+    hold = fx.ThrusterStateEffector(
+        [[0.0, 0.0, 0.0]], [[1.0, 0.0, 0.0]], [10.0], [200.0], 5.0,
+        fx.OnTimeSchedule([0.0], [[1.0]]), basilisk_hold=True, name="rcs",
+    )  # fmt: skip
+    sc = fx.Spacecraft(fx.Hub(500.0, np.eye(3) * 300.0), state_effectors=[hold])
+    with pytest.raises(ValueError, match=r"ThrusterStateEffector 'rcs'.*`basilisk_hold=True`"):
+        js.simulate(sc, sc.init_state(), 0.2, dt=0.1, solver=js.RK2())
+
+
 # --------------------------------------------------------------------------------------------------
 # Conservation and analytic solutions
 
