@@ -350,31 +350,24 @@ def _check_entry(where: str, label: str, address, entry, keys: dict, what: str) 
             f"would be ignored); {what} reads {sorted(keys)!r}."
         )
     for k, value in entry.items():
-        want = keys[k]
-        if want is None:
-            continue
-        shape = tuple(np.shape(value))
-        try:
-            ok = np.broadcast_shapes(shape, want) == tuple(want)
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(
-                f"{where}`{name}[{k!r}]` must have shape {tuple(want)} (or one that broadcasts "
-                f"to it) for {what}; got shape {shape}."
-            )
+        _check_shape(where, f"{name}[{k!r}]", value, keys[k], what)
 
 
 def _check_array_entry(where: str, name: str, entry, want, what: str) -> None:
     """An address read as one array (`ArrayCommand`): not a dict, and broadcasting to `want`."""
-    if want is None:
-        return
-    if isinstance(entry, Mapping):
+    if want is not None and isinstance(entry, Mapping):
         raise ValueError(
             f"{where}`{name}` must be an array of shape {tuple(want)} for {what}; got a dict "
             f"with keys {sorted(map(str, entry))!r}."
         )
-    shape = tuple(np.shape(entry))
+    _check_shape(where, name, entry, want, what)
+
+
+def _check_shape(where: str, name: str, value, want, what: str) -> None:
+    """`value`'s shape broadcasts to `want` (None: any shape), else a ValueError naming `name`."""
+    if want is None:
+        return
+    shape = tuple(np.shape(value))
     try:
         ok = np.broadcast_shapes(shape, want) == tuple(want)
     except ValueError:
