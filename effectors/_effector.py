@@ -215,3 +215,32 @@ class AbstractStateEffector(AbstractEffector):
     def diffusion(self, x, ctx: HubContext) -> Any:
         r"""$g(t, x)$ for $dx = f\,dt + g\,dW$: leaves shaped `leaf.shape + (noise_dim,)`. Default: none."""
         return None
+
+
+class KinematicsStateEffector(AbstractStateEffector):
+    """A state effector whose outputs and energy/momentum read the same kinematics of its state
+    (`_kinematics(x)`): `derived` evaluates them once for both. Subclasses implement
+    `_kinematics(x)`, `_outputs(x, ctx, kin)` and `_energy_momentum(x, ctx, kin)`."""
+
+    @abc.abstractmethod
+    def _kinematics(self, x):
+        """What `_outputs` and `_energy_momentum` share, from the state `x`."""
+
+    @abc.abstractmethod
+    def _outputs(self, x, ctx: HubContext, kin) -> dict:
+        """`outputs` given the kinematics."""
+
+    @abc.abstractmethod
+    def _energy_momentum(self, x, ctx: HubContext, kin) -> EnergyMomentum:
+        """`energy_momentum` given the kinematics."""
+
+    def outputs(self, x, ctx: HubContext) -> dict:
+        return self._outputs(x, ctx, self._kinematics(x))
+
+    def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
+        return self._energy_momentum(x, ctx, self._kinematics(x))
+
+    def derived(self, x, ctx: HubContext) -> tuple[dict, EnergyMomentum]:
+        """`outputs` and `energy_momentum` from one evaluation of the kinematics."""
+        kin = self._kinematics(x)
+        return self._outputs(x, ctx, kin), self._energy_momentum(x, ctx, kin)

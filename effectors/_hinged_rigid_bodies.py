@@ -33,7 +33,7 @@ from jaxsim.validation import (
 )
 
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
-from ._effector import AbstractStateEffector
+from ._effector import KinematicsStateEffector
 from ._joints import JointContribution, JointRows
 from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import command, input_at, per_unit, unit_count, unit_input
@@ -44,7 +44,7 @@ def _congruence(dcm_SB, I_S):
     return mm3(jnp.swapaxes(dcm_SB, -1, -2), mm3(I_S, dcm_SB))
 
 
-class HingedRigidBodies(AbstractStateEffector):
+class HingedRigidBodies(KinematicsStateEffector):
     r"""$n$ rigid panels, each on a single-axis torsional hinge with spring, damper and motor.
 
     Each panel obeys (Allard, Schaub & Piggott, JSR 55(5), 2018; Basilisk `hingedRigidBodyStateEffector`)
@@ -313,9 +313,6 @@ class HingedRigidBodies(AbstractStateEffector):
     # ----------------------------------------------------------------------------------------------
     # Diagnostics
 
-    def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
-        return self._energy_momentum(x, ctx, self._kinematics(x))
-
     def _energy_momentum(self, x, ctx: HubContext, kin) -> EnergyMomentum:
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
         m = self.mass
@@ -348,14 +345,6 @@ class HingedRigidBodies(AbstractStateEffector):
         "attached_torque_S": "N m",
         "attached_hinge_torque": "N m",
     }
-
-    def outputs(self, x, ctx: HubContext) -> dict:
-        return self._outputs(x, ctx, self._kinematics(x))
-
-    def derived(self, x, ctx: HubContext):
-        """`outputs` and `energy_momentum` from one evaluation of the kinematics."""
-        kin = self._kinematics(x)
-        return self._outputs(x, ctx, kin), self._energy_momentum(x, ctx, kin)
 
     def _outputs(self, x, ctx: HubContext, kin) -> dict:
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin

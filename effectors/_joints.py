@@ -108,8 +108,8 @@ def accelerations(rows, c, acc6):
 def stack(all_rows) -> tuple:
     """The rows of several effectors concatenated: `(cols (N, 6), rows (N, 6), c (N,), v0 (6,),
     offsets)`, with `offsets[k]:offsets[k+1]` the rows of effector `k`."""
-    cols = jnp.concatenate([jnp.concatenate([r.p, r.q], axis=-1) for r in all_rows])
-    rows = jnp.concatenate([jnp.concatenate([r.a, r.b], axis=-1) for r in all_rows])
+    cols = jnp.concatenate([r.cols() for r in all_rows])
+    rows = jnp.concatenate([r.rows() for r in all_rows])
     c = jnp.concatenate([r.c for r in all_rows])
     v0 = sum(jnp.concatenate([r.v_trans, r.v_rot]) for r in all_rows)
     offsets = [0]

@@ -22,7 +22,7 @@ from jaxsim.validation import (
 )
 
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
-from ._effector import AbstractStateEffector
+from ._effector import KinematicsStateEffector
 from ._joints import JointContribution, JointRows
 from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import check_flags, command, input_at, per_unit, unit_count, unit_input
@@ -32,7 +32,7 @@ def _T(m):
     return jnp.swapaxes(m, -1, -2)
 
 
-class SpinningBodies(AbstractStateEffector):
+class SpinningBodies(KinematicsStateEffector):
     r"""$n$ rigid bodies, each rotating about one body-fixed axis with spring, damper, motor or a lock.
 
     Each free body obeys (Vaz Carneiro, Allard & Schaub, "Rotating Rigid Body Dynamics Architecture for
@@ -334,9 +334,6 @@ class SpinningBodies(AbstractStateEffector):
     # ----------------------------------------------------------------------------------------------
     # Diagnostics
 
-    def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
-        return self._energy_momentum(x, ctx, self._kinematics(x))
-
     def _energy_momentum(self, x, ctx: HubContext, kin) -> EnergyMomentum:
         m = self.mass
         omega = jnp.broadcast_to(ctx.omega_BN_B, kin["s"].shape)
@@ -366,14 +363,6 @@ class SpinningBodies(AbstractStateEffector):
         "attached_force_S": "N",
         "attached_torque_S": "N m",
     }
-
-    def outputs(self, x, ctx: HubContext) -> dict:
-        return self._outputs(x, ctx, self._kinematics(x))
-
-    def derived(self, x, ctx: HubContext):
-        """`outputs` and `energy_momentum` from one evaluation of the kinematics."""
-        kin = self._kinematics(x)
-        return self._outputs(x, ctx, kin), self._energy_momentum(x, ctx, kin)
 
     def _outputs(self, x, ctx: HubContext, kin) -> dict:
         thetaDot = kin["thetaDot"]

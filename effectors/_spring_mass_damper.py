@@ -11,13 +11,13 @@ from jaxtyping import Array, Float
 from jaxsim.kinematics import cross3, dot3, mm3, tilde
 from jaxsim.validation import check_name, check_nonnegative, check_positive, check_unit_vectors
 
-from ._effector import AbstractStateEffector
+from ._effector import KinematicsStateEffector
 from ._joints import JointContribution, JointRows
 from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import per_unit, unit_count
 
 
-class SpringMassDampers(AbstractStateEffector):
+class SpringMassDampers(KinematicsStateEffector):
     r"""$n$ point masses on linear springs and dampers along body-fixed directions (fuel slosh model).
 
     Each particle obeys (Basilisk `linearSpringMassDamper` documentation; Newton and Kane give the same equation)
@@ -133,9 +133,6 @@ class SpringMassDampers(AbstractStateEffector):
         rhoDot = x["rhoDot"]
         return JointContribution(rows, lambda rhoDDot: {"rho": rhoDot, "rhoDot": rhoDDot})
 
-    def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
-        return self._energy_momentum(x, ctx, self._kinematics(x))
-
     def _energy_momentum(self, x, ctx: HubContext, kin) -> EnergyMomentum:
         r, rPrime = kin
         m = self.mass
@@ -153,14 +150,6 @@ class SpringMassDampers(AbstractStateEffector):
         "spring_force": "N",
         "damper_power": "W",
     }
-
-    def outputs(self, x, ctx: HubContext) -> dict:
-        return self._outputs(x, ctx, self._kinematics(x))
-
-    def derived(self, x, ctx: HubContext):
-        """`outputs` and `energy_momentum` from one evaluation of the kinematics."""
-        kin = self._kinematics(x)
-        return self._outputs(x, ctx, kin), self._energy_momentum(x, ctx, kin)
 
     def _outputs(self, x, ctx: HubContext, kin) -> dict:
         r, _ = kin
