@@ -240,14 +240,8 @@ class EmptyingTank(AbstractTankModel):
         return TankProps(r, r_p, r_pp, _diag(I11, I11, I33), _diag(dI11, dI11, dI33))
 
 
-class UniformBurnTank(AbstractTankModel):
-    r"""Cylindrical fuel grain (radius $R$, length $L$, axis $\hat{\mathbf t}_3$) burning uniformly
-    through its volume: $I_{11} = I_{22} = m_f(R^2/4 + L^2/12)$, $I_{33} = m_f R^2/2$, rates with
-    $\dot m_f$, centre fixed (Basilisk `FuelTankModelUniformBurn`).
-
-    **Arguments:** `prop_mass_init` [kg] > 0, `radius` $R$ [m] > 0 (Basilisk `radiusTankInit`),
-    `length` $L$ [m] > 0 (Basilisk `lengthTank`), `r_TcT_T` [m] (default 0), `max_fuel_mass` [kg].
-    """
+class _CylindricalGrain(AbstractTankModel):
+    """The arguments of the cylindrical solid-grain models (radius $R$ and length $L$ [m])."""
 
     prop_mass_init: Float[Array, ""]
     radius: Float[Array, ""]
@@ -256,12 +250,22 @@ class UniformBurnTank(AbstractTankModel):
     max_fuel_mass: Float[Array, ""]
 
     def __init__(self, prop_mass_init, radius, length, r_TcT_T=None, max_fuel_mass=None):
-        cls = "UniformBurnTank"
+        cls = type(self).__name__
         self.prop_mass_init, self.r_TcT_T, self.max_fuel_mass = _common(
             cls, prop_mass_init, r_TcT_T, max_fuel_mass
         )
         self.radius = _length(cls, "radius", radius)
         self.length = _length(cls, "length", length)
+
+
+class UniformBurnTank(_CylindricalGrain):
+    r"""Cylindrical fuel grain (radius $R$, length $L$, axis $\hat{\mathbf t}_3$) burning uniformly
+    through its volume: $I_{11} = I_{22} = m_f(R^2/4 + L^2/12)$, $I_{33} = m_f R^2/2$, rates with
+    $\dot m_f$, centre fixed (Basilisk `FuelTankModelUniformBurn`).
+
+    **Arguments:** `prop_mass_init` [kg] > 0, `radius` $R$ [m] > 0 (Basilisk `radiusTankInit`),
+    `length` $L$ [m] > 0 (Basilisk `lengthTank`), `r_TcT_T` [m] (default 0), `max_fuel_mass` [kg].
+    """
 
     def props(self, m, m_dot) -> TankProps:
         R2, L2 = self.radius**2, self.length**2
@@ -276,7 +280,7 @@ class UniformBurnTank(AbstractTankModel):
         )
 
 
-class CentrifugalBurnTank(AbstractTankModel):
+class CentrifugalBurnTank(_CylindricalGrain):
     r"""Hollow cylindrical fuel grain (outer radius $R$, length $L$, axis $\hat{\mathbf t}_3$) burning
     from the inside out at constant density: inner radius $r_i^2 = \max(R^2 - m_f/(\pi L\rho), 0)$,
     $\rho = m_{f,0}/(\pi R^2 L)$; $I_{11} = I_{22} = m_f((R^2 + r_i^2)/4 + L^2/12)$,
@@ -285,20 +289,6 @@ class CentrifugalBurnTank(AbstractTankModel):
 
     **Arguments:** as `UniformBurnTank`.
     """
-
-    prop_mass_init: Float[Array, ""]
-    radius: Float[Array, ""]
-    length: Float[Array, ""]
-    r_TcT_T: Float[Array, "3"]
-    max_fuel_mass: Float[Array, ""]
-
-    def __init__(self, prop_mass_init, radius, length, r_TcT_T=None, max_fuel_mass=None):
-        cls = "CentrifugalBurnTank"
-        self.prop_mass_init, self.r_TcT_T, self.max_fuel_mass = _common(
-            cls, prop_mass_init, r_TcT_T, max_fuel_mass
-        )
-        self.radius = _length(cls, "radius", radius)
-        self.length = _length(cls, "length", length)
 
     def props(self, m, m_dot) -> TankProps:
         R2, L = self.radius**2, self.length
