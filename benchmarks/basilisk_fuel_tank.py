@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.basilisk_scenarios import _col, _mat, point_mass_earth, rk4_spacecraft
+
 
 # Basilisk's recorded time stamps are integer nanoseconds.
 _NS = 1e-9
@@ -53,45 +55,31 @@ MODELS = ("ConstantVolume", "ConstantDensity", "Emptying", "UniformBurn", "Centr
 _ON_TIME = 1.0e6
 
 
-def _col(v) -> list:
-    return [[float(x)] for x in np.asarray(v, dtype=float).reshape(3)]
-
-
-def _mat(m) -> list:
-    return [[float(x) for x in row] for row in np.asarray(m, dtype=float).reshape(3, 3)]
-
-
 def run(spec: dict) -> dict:
     """Build and run the spec in Basilisk (RK4 at `spec["step"]`); the sampled outputs."""
     from Basilisk.architecture import messaging
-    from Basilisk.simulation import fuelTank, spacecraft, svIntegrators, thrusterDynamicEffector
-    from Basilisk.utilities import SimulationBaseClass, macros, simIncludeGravBody
+    from Basilisk.simulation import fuelTank, thrusterDynamicEffector
+    from Basilisk.utilities import SimulationBaseClass, macros
 
     keep = []  # Python references that must outlive the run
     sim = SimulationBaseClass.SimBaseClass()
     proc = sim.CreateNewProcess("dynProcess")
     proc.addTask(sim.CreateNewTask("dynTask", macros.sec2nano(spec["step"])))
 
-    sc = spacecraft.Spacecraft()
-    sc.ModelTag = "spacecraft"
     hub, ic = spec["hub"], spec["initial"]
-    sc.hub.mHub = float(hub["mass"])
-    sc.hub.IHubPntBc_B = _mat(hub["IHubPntBc_B"])
-    sc.hub.r_BcB_B = _col(hub.get("r_BcB_B", [0.0, 0.0, 0.0]))
-    sc.hub.r_CN_NInit = _col(ic["r_CN_N"])
-    sc.hub.v_CN_NInit = _col(ic["v_CN_N"])
-    sc.hub.sigma_BNInit = _col(ic["sigma_BN"])
-    sc.hub.omega_BN_BInit = _col(ic["omega_BN_B"])
-    integrator = svIntegrators.svIntegratorRK4(sc)
-    sc.setIntegrator(integrator)
-    keep.append(integrator)
+    sc = rk4_spacecraft(
+        keep,
+        "spacecraft",
+        hub["mass"],
+        hub["IHubPntBc_B"],
+        r_BcB_B=hub.get("r_BcB_B", [0.0, 0.0, 0.0]),
+        r_CN_N=ic["r_CN_N"],
+        v_CN_N=ic["v_CN_N"],
+        sigma_BN=ic["sigma_BN"],
+        omega_BN_B=ic["omega_BN_B"],
+    )
     if spec.get("mu") is not None:
-        factory = simIncludeGravBody.gravBodyFactory()
-        earth = factory.createEarth()
-        earth.mu = float(spec["mu"])
-        earth.isCentralBody = True
-        factory.addBodiesTo(sc)
-        keep += [factory, earth]
+        point_mass_earth(keep, sc, spec["mu"])
 
     thruster_sets = {}
     for ts in spec.get("thrusters", []):

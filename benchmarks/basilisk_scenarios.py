@@ -79,6 +79,55 @@ def _mat(m) -> list:
     return [[float(x) for x in row] for row in np.asarray(m, dtype=float).reshape(3, 3)]
 
 
+_ZERO3 = (0.0, 0.0, 0.0)
+
+
+def rk4_spacecraft(
+    keep: list,
+    tag: str,
+    mass,
+    I_B,
+    *,
+    r_BcB_B=_ZERO3,
+    r_CN_N=_ZERO3,
+    v_CN_N=_ZERO3,
+    sigma_BN=_ZERO3,
+    omega_BN_B=_ZERO3,
+):
+    """A Basilisk `spacecraft.Spacecraft` hub (mass [kg], inertia about its CoM [kg m^2], CoM
+    offset, initial state of the composite CoM) integrated by RK4; the integrator is appended to
+    `keep` (Python references that must outlive the run)."""
+    from Basilisk.simulation import spacecraft, svIntegrators
+
+    sc = spacecraft.Spacecraft()
+    sc.ModelTag = tag
+    sc.hub.mHub = float(mass)
+    sc.hub.IHubPntBc_B = _mat(I_B)
+    sc.hub.r_BcB_B = _col(r_BcB_B)
+    sc.hub.r_CN_NInit = _col(r_CN_N)
+    sc.hub.v_CN_NInit = _col(v_CN_N)
+    sc.hub.sigma_BNInit = _col(sigma_BN)
+    sc.hub.omega_BN_BInit = _col(omega_BN_B)
+    integrator = svIntegrators.svIntegratorRK4(sc)
+    sc.setIntegrator(integrator)
+    keep.append(integrator)
+    return sc
+
+
+def point_mass_earth(keep: list, sc, mu):
+    """Basilisk's Earth as the central point-mass gravity body of `sc` with `mu` [m^3/s^2]; the
+    factory and the body are appended to `keep`. Returns the body."""
+    from Basilisk.utilities import simIncludeGravBody
+
+    factory = simIncludeGravBody.gravBodyFactory()
+    earth = factory.createEarth()
+    earth.mu = float(mu)
+    earth.isCentralBody = True
+    factory.addBodiesTo(sc)
+    keep += [factory, earth]
+    return earth
+
+
 class BasiliskScenario:
     """One Basilisk simulation built from a spec dict.
 
@@ -111,10 +160,8 @@ class BasiliskScenario:
             extForceTorque,
             hingedRigidBodyStateEffector,
             reactionWheelStateEffector,
-            spacecraft,
-            svIntegrators,
         )
-        from Basilisk.utilities import SimulationBaseClass, macros, simIncludeGravBody
+        from Basilisk.utilities import SimulationBaseClass, macros
 
         tm = spec["time"]
         self.step = float(tm["step_s"] if step is None else step)
@@ -133,20 +180,18 @@ class BasiliskScenario:
         self._stop_ns = macros.sec2nano(self.duration)
         self._sample_ns = macros.sec2nano(self.sample_dt)
 
-        sc = spacecraft.Spacecraft()
-        sc.ModelTag = spec.get("name", "spacecraft")
-        hub = spec["hub"]
-        sc.hub.mHub = float(hub["mHub_kg"])
-        sc.hub.IHubPntBc_B = _mat(hub["IHubPntBc_B_kgm2"])
-        sc.hub.r_BcB_B = _col(hub["r_BcB_B_m"])
-        ic = spec["initial_conditions"]
-        sc.hub.r_CN_NInit = _col(ic["r_CN_N_m"])
-        sc.hub.v_CN_NInit = _col(ic["v_CN_N_mps"])
-        sc.hub.sigma_BNInit = _col(ic["sigma_BN"])
-        sc.hub.omega_BN_BInit = _col(ic["omega_BN_B_radps"])
-        integrator = svIntegrators.svIntegratorRK4(sc)
-        sc.setIntegrator(integrator)
-        self._keep.append(integrator)
+        hub, ic = spec["hub"], spec["initial_conditions"]
+        sc = rk4_spacecraft(
+            self._keep,
+            spec.get("name", "spacecraft"),
+            hub["mHub_kg"],
+            hub["IHubPntBc_B_kgm2"],
+            r_BcB_B=hub["r_BcB_B_m"],
+            r_CN_N=ic["r_CN_N_m"],
+            v_CN_N=ic["v_CN_N_mps"],
+            sigma_BN=ic["sigma_BN"],
+            omega_BN_B=ic["omega_BN_B_radps"],
+        )
         self.sc = sc
 
         earth = None
@@ -154,12 +199,7 @@ class BasiliskScenario:
         if grav:
             if grav.get("model") != "point mass":
                 raise NotImplementedError(f"gravity model {grav.get('model')!r}")
-            factory = simIncludeGravBody.gravBodyFactory()
-            earth = factory.createEarth()
-            earth.mu = float(grav["mu_m3ps2"])
-            earth.isCentralBody = True
-            factory.addBodiesTo(sc)
-            self._keep += [factory, earth]
+            earth = point_mass_earth(self._keep, sc, grav["mu_m3ps2"])
 
         # Models in the task order of the specs: state effectors, spacecraft, dynamic effectors.
         state_models, dynamic_models = [], []

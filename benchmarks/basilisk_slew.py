@@ -36,6 +36,8 @@ import time
 
 import numpy as np
 
+from benchmarks.basilisk_scenarios import rk4_spacecraft
+
 
 # Basilisk's recorded time stamps are integer nanoseconds.
 _NS = 1e-9
@@ -115,7 +117,7 @@ def run(timing: dict | None = None, **overrides) -> dict:
     """
     from Basilisk.architecture import messaging
     from Basilisk.fswAlgorithms import attTrackingError, inertial3D, mrpFeedback, rwMotorTorque
-    from Basilisk.simulation import reactionWheelStateEffector, simpleNav, spacecraft, svIntegrators
+    from Basilisk.simulation import reactionWheelStateEffector, simpleNav
     from Basilisk.utilities import SimulationBaseClass, macros
 
     s = dict(SCENARIO)
@@ -131,18 +133,9 @@ def run(timing: dict | None = None, **overrides) -> dict:
     proc.addTask(sim.CreateNewTask("dynTask", macros.sec2nano(s["dyn_dt"])), 200)
     proc.addTask(sim.CreateNewTask("fswTask", macros.sec2nano(s["fsw_dt"])), 100)
 
-    sc = spacecraft.Spacecraft()
-    sc.ModelTag = "slewSat"
-    sc.hub.mHub = float(s["mass"])
-    sc.hub.IHubPntBc_B = [[float(x) for x in row] for row in s["I_B"]]
-    sc.hub.r_BcB_B = [[0.0], [0.0], [0.0]]
-    sc.hub.r_CN_NInit = [[0.0], [0.0], [0.0]]
-    sc.hub.v_CN_NInit = [[0.0], [0.0], [0.0]]
-    sc.hub.sigma_BNInit = [[float(x)] for x in s["sigma_BN0"]]
-    sc.hub.omega_BN_BInit = [[float(x)] for x in s["omega_BN_B0"]]
-    integrator = svIntegrators.svIntegratorRK4(sc)
-    sc.setIntegrator(integrator)
-    keep.append(integrator)
+    sc = rk4_spacecraft(
+        keep, "slewSat", s["mass"], s["I_B"], sigma_BN=s["sigma_BN0"], omega_BN_B=s["omega_BN_B0"]
+    )
 
     g = gsHat_B(s)
     rw = reactionWheelStateEffector.ReactionWheelStateEffector()

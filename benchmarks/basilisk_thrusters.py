@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.basilisk_scenarios import point_mass_earth, rk4_spacecraft
+
 
 _NS = 1e-9  # Basilisk's recorded time stamps are integer nanoseconds
 
@@ -83,13 +85,8 @@ def run(**overrides) -> dict:
     `fuelMass` [kg] and `fuelMassDot` [kg/s] (its `fuelTankOutMsg`).
     """
     from Basilisk.architecture import messaging, sysModel
-    from Basilisk.simulation import (
-        spacecraft,
-        svIntegrators,
-        thrusterDynamicEffector,
-        thrusterStateEffector,
-    )
-    from Basilisk.utilities import SimulationBaseClass, macros, simIncludeGravBody
+    from Basilisk.simulation import thrusterDynamicEffector, thrusterStateEffector
+    from Basilisk.utilities import SimulationBaseClass, macros
 
     s = dict(SCENARIO)
     unknown = set(overrides) - set(s)
@@ -103,25 +100,18 @@ def run(**overrides) -> dict:
     proc.addTask(sim.CreateNewTask("dynTask", macros.sec2nano(s["dyn_dt"])), 200)
     proc.addTask(sim.CreateNewTask("fswTask", macros.sec2nano(s["fsw_dt"])), 100)
 
-    sc = spacecraft.Spacecraft()
-    sc.ModelTag = "thrSat"
-    sc.hub.mHub = float(s["mass"])
-    sc.hub.IHubPntBc_B = [[float(x) for x in row] for row in s["I_B"]]
-    sc.hub.r_BcB_B = [[0.0], [0.0], [0.0]]
-    sc.hub.r_CN_NInit = [[float(x)] for x in s["r_CN_N0"]]
-    sc.hub.v_CN_NInit = [[float(x)] for x in s["v_CN_N0"]]
-    sc.hub.sigma_BNInit = [[float(x)] for x in s["sigma_BN0"]]
-    sc.hub.omega_BN_BInit = [[float(x)] for x in s["omega_BN_B0"]]
-    integrator = svIntegrators.svIntegratorRK4(sc)
-    sc.setIntegrator(integrator)
-    keep.append(integrator)
+    sc = rk4_spacecraft(
+        keep,
+        "thrSat",
+        s["mass"],
+        s["I_B"],
+        r_CN_N=s["r_CN_N0"],
+        v_CN_N=s["v_CN_N0"],
+        sigma_BN=s["sigma_BN0"],
+        omega_BN_B=s["omega_BN_B0"],
+    )
     if s["mu"]:
-        factory = simIncludeGravBody.gravBodyFactory()
-        earth = factory.createEarth()
-        earth.mu = float(s["mu"])
-        earth.isCentralBody = True
-        factory.addBodiesTo(sc)
-        keep += [factory, earth]
+        point_mass_earth(keep, sc, s["mu"])
 
     mod = thrusterStateEffector if s["state"] else thrusterDynamicEffector
     thr = mod.ThrusterStateEffector() if s["state"] else mod.ThrusterDynamicEffector()
