@@ -3,17 +3,21 @@ compiled program for all chunks, optionally sharded over devices) and returns a 
 
 Also here: the normalization of member outputs into nested dicts of arrays, the per-member failure
 codes (diffrax `RESULTS`, non-finite outputs), the member sources (`Dispersions` + key, or stacked
-parameters), the sharding and compile-cache helpers, progress reporting and `member_range`.
+parameters), the sharding and compile-cache helpers, the worker threads that run chunks
+concurrently, progress reporting and `member_range`.
 """
 
 import dataclasses
 import hashlib
 import math
+import os
 import re
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import diffrax as dfx
@@ -409,6 +413,18 @@ class _Program:
             cache[sharding] = _compile(fn, sharding)
         self.call = cache[sharding]
         self.sample = _sampler(sharding) if source.disp is not None else None
+        self.compiled = None
+
+    def compile(self, members: np.ndarray):
+        """Compile the chunk program for chunks shaped like `members` (and the sampler, by
+        drawing them) on this thread; `run` then calls that executable.
+
+        Before chunks run on worker threads: the compile (and the trace, where a bug in `fn`
+        raises) happens once, here, and the threads call one executable that does not depend on
+        their thread-local JAX settings (e.g. a `jax.default_matmul_precision` context around
+        `run_batch`), so their results are bitwise those of `call`.
+        """
+        self.compiled = self.call.lower(self.inputs(members)).compile()
 
     def inputs(self, members: np.ndarray):
         """The parameters of the (padded) members, as the chunk program takes them."""
@@ -423,7 +439,8 @@ class _Program:
         return x
 
     def run(self, members: np.ndarray):
-        return self.call(self.inputs(members))
+        call = self.call if self.compiled is None else self.compiled
+        return call(self.inputs(members))
 
     def shapes(self, members: np.ndarray):
         """`jax.eval_shape` of `run(members)`: `(params, outputs, result, finite)` shapes."""
@@ -516,6 +533,42 @@ def _check_chunk_size(where, chunk_size, n, n_dev, required=False):
             f"chunk; got {chunk_size}."
         )
     return int(chunk_size)
+
+
+def _check_workers(where, workers):
+    if workers is None:
+        return None
+    if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
+        raise ValueError(
+            f"{where}: `workers` (chunks run at the same time) must be an integer >= 1 or None; "
+            f"got {workers!r}."
+        )
+    return int(workers)
+
+
+def _resolve_workers(workers: int | None, sharding, n_chunks: int) -> int:
+    """The number of chunks run at the same time: `workers`, by default (`None`) one per CPU
+    core on the CPU backend without sharding, else 1; at most `n_chunks`; 1 when new threads
+    would not see this thread's float64 mode (see `_x64_of_new_threads`)."""
+    if workers is None:
+        if sharding is not None or jax.default_backend() != "cpu":
+            return 1
+        workers = os.cpu_count() or 1
+    workers = max(1, min(workers, n_chunks))
+    if workers > 1 and _x64_of_new_threads() != bool(jax.config.jax_enable_x64):
+        return 1
+    return workers
+
+
+def _x64_of_new_threads() -> bool:
+    """`jax_enable_x64` as a new thread sees it: JAX's configuration contexts are thread-local,
+    so under `with jax.enable_x64(False):` worker threads would sample and pass float64
+    parameters to a program compiled for float32 (the chunks then run on the calling thread)."""
+    seen = []
+    probe = threading.Thread(target=lambda: seen.append(bool(jax.config.jax_enable_x64)))
+    probe.start()
+    probe.join()
+    return seen[0]
 
 
 class _Progress:
@@ -612,14 +665,16 @@ def run_batch(
     axis_name: str | None = None,
     progress: bool | Callable[[int, int], None] = False,
     to_host: bool = True,
+    workers: int | None = None,
 ) -> BatchResult:
     r"""Evaluate `fn` for every member, `chunk_size` members at a time with `jax.vmap`.
 
     All chunks run the same compiled program (the last one is padded with copies of its last
-    member, whose results are dropped). Failed members are reported, not raised: see
-    `BatchResult.ok` and `BatchResult.messages`. A member that raises at run time (e.g.
-    `simulate(..., throw=True)`) does not abort its chunk: the chunk is re-run in halves through
-    the same program to isolate it, and it is reported in `BatchResult.errors`.
+    member, whose results are dropped), several at a time on the CPU (see `workers`). Failed
+    members are reported, not raised: see `BatchResult.ok` and `BatchResult.messages`. A member
+    that raises at run time (e.g. `simulate(..., throw=True)`) does not abort its chunk: the chunk
+    is re-run in halves through the same program to isolate it, and it is reported in
+    `BatchResult.errors`.
 
     **Arguments:**
 
@@ -630,7 +685,7 @@ def run_batch(
     - `key`: the `jax.random` key of the dispersions.
     - `n`: number of members (members `0 .. n-1`).
     - `chunk_size`: members per compiled call (default: all, one chunk); a multiple of the
-      device count when sharded.
+      device count when sharded. On the CPU, give several chunks (see `workers`).
     - `members`: run only these member indices (e.g. `member_range(...)` on one host of several,
       or the failed members of a previous run); default all.
     - `devices` / `mesh`, `axis_name`: shard each chunk's member axis over these devices (a 1-D
@@ -639,13 +694,22 @@ def run_batch(
       chunk), or a callable `progress(done, total)` called after every chunk.
     - `to_host`: copy every chunk's results to numpy as it finishes (default; frees device
       memory). With `False` results stay device arrays (sharded when `devices`/`mesh` is given).
+    - `workers`: how many chunks run at the same time, each called from a thread of a pool
+      (one compiled program, compiled once before any chunk starts). XLA on the CPU runs a call
+      on the calling thread, and a chunk of a small model uses about one core, so threads use
+      several cores. Default: on the CPU backend without `devices`/`mesh`, one per CPU core
+      (`os.cpu_count()`), else 1; never more than the number of chunks. On the CPU, pass a
+      `chunk_size` giving at least as many chunks as cores (the default `chunk_size` is one
+      chunk: one core). Results are bitwise those of `workers=1`, in member order; progress
+      is reported from the calling thread, in chunk order. Under a thread-local
+      `jax.enable_x64(...)` context the chunks run on the calling thread.
 
     **Returns:** a `BatchResult`.
 
     !!! example
 
         ```python
-        res = mc.run_batch(member, disp, key=jr.key(0), n=1024, chunk_size=256)
+        res = mc.run_batch(member, disp, key=jr.key(0), n=1024, chunk_size=256)  # 4 chunks
         print(res.n_failed, res.failures()[:3])
         ```
     """
@@ -663,30 +727,49 @@ def run_batch(
         todo = np.unique(todo)
     size = _check_chunk_size(where, chunk_size, todo.size, n_dev)
     size = min(size, _round_up(todo.size, n_dev))
+    workers = _check_workers(where, workers)
+    chunks = [todo[start : start + size] for start in range(0, todo.size, size)]
+    workers = _resolve_workers(workers, sharding, len(chunks))
     program = _Program(fn, source, sharding)
     reporter = _Progress(progress, int(todo.size), where)
-    parts, failed, errors = [], 0, {}
+
+    def run_chunk(chunk):
+        """`(results, {member: cause})` of one chunk."""
+        if to_host:
+            return _run_members(program, chunk, size)
+        try:
+            raw = jax.block_until_ready(program.run(_pad(chunk, size)))
+        except Exception as err:  # isolate the raising members (on the host)
+            if not _raised_at_run_time(err):
+                raise
+            return _run_members(program, chunk, size)
+        valid = chunk.size
+        return (raw if valid == size else jtu.tree_map(lambda x: x[:valid], raw)), {}
+
+    parts, failed, errors, done = [], 0, {}, 0
+    pool = None
     try:
-        for start in range(0, todo.size, size):
-            chunk = todo[start : start + size]
+        if workers == 1:
+            outcomes = map(run_chunk, chunks)
+        else:
+            # Compiled here, once, before any chunk starts; the threads call that executable
+            # (XLA on the CPU runs a call on the calling thread: one core per chunk in flight).
+            program.compile(_pad(chunks[0], size))
+            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run_batch")
+            futures = [pool.submit(run_chunk, chunk) for chunk in chunks]
+            outcomes = (future.result() for future in futures)  # in chunk order
+        # Results, failure counts and progress are gathered on this thread, in chunk order.
+        for chunk, (part, raised) in zip(chunks, outcomes, strict=True):
             valid = chunk.size
-            if to_host:
-                part, raised = _run_members(program, chunk, size)
-            else:
-                try:
-                    raw = jax.block_until_ready(program.run(_pad(chunk, size)))
-                    part = raw if valid == size else jtu.tree_map(lambda x: x[:valid], raw)
-                    raised = {}
-                except Exception as err:  # isolate the raising members (on the host)
-                    if not _raised_at_run_time(err):
-                        raise
-                    part, raised = _run_members(program, chunk, size)
             errors.update(raised)
             _, _, code, finite = part
             failed += valid - int(np.sum((np.asarray(code) == 0) & np.asarray(finite)))
             parts.append(part)
-            reporter.update(start + valid, valid, failed)
+            done += valid
+            reporter.update(done, valid, failed)
     finally:
+        if pool is not None:  # on an error: drop the chunks not started, wait for the others
+            pool.shutdown(wait=True, cancel_futures=True)
         reporter.close()
     params_, outputs, code, finite = _concat(parts, to_host)
     ok = (code == 0) & finite
