@@ -563,7 +563,7 @@ def check_call(
     y0 = check_y0(model, y0, key_)
     check_times(t0, t1, ts, dt, sample_dt)
     check_solver(solver)
-    model.check_solver(solver, dt)
+    type(model).check_solver(model, solver, dt)  # no bound-method module (see `simulate`)
     check_tolerances(rtol, atol)
     key = check_key(key)
     check_commands(model, args, others_read_args=bool(clocks) or bool(events), key=key_)

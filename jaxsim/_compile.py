@@ -1,16 +1,23 @@
 """XLA compile options for jaxsim's jitted entry points, and `jaxsim.jit` to use them in user code.
 
-On the CPU, jaxsim compiles with XLA's classic loop emitters instead of its newer fusion emitters
-(`xla_cpu_use_fusion_emitters=False`). Spacecraft models are hundreds of tiny (3-vector, 3x3)
-kernels per right-hand side, for which the classic emitters generate the code in about 40 % less
-time and with fewer kernels; run times were the same within noise (measured on the `combined`
-model, RK4 step and its gradient: `benchmarks/bench_combined.py`).
+On the CPU, jaxsim compiles with
+
+- XLA's classic loop emitters instead of its newer fusion emitters
+  (`xla_cpu_use_fusion_emitters=False`). Spacecraft models are hundreds of tiny (3-vector, 3x3)
+  kernels per right-hand side, for which the classic emitters generate the code in about 40 % less
+  time and with fewer kernels; run times were the same within noise (measured on the `combined`
+  model, RK4 step and its gradient: `benchmarks/bench_combined.py`).
+- no YNNPACK fusions (`xla_cpu_experimental_ynn_fusion_type=""`). From about 128 members a
+  vmapped batch's small reductions (`[n, 2, 3, 3]` sums) are handed to the YNNPACK library, whose
+  per-call cost is far above the work: 128 to 1024 dispersed `combined` members ran at 5.2 to
+  10.9 us per member-step with them and 1.8 to 1.9 us without (64 members: 2.5 us either way;
+  single runs and gradients unchanged).
 
 The options apply to top-level calls of `simulate`, `run_batch` and the functions wrapped by
 `jaxsim.jit`, never to other JAX code in the process; on other backends nothing changes. Inside a
 user's `jax.jit`/`vmap`/`grad`, the outermost transformation decides how everything is compiled. Set the environment variable
-`JAXSIM_XLA_DEFAULTS=1` (before the first compile) to use XLA's defaults. If the installed jaxlib
-no longer knows an option (checked once, on a trivial program), jaxsim warns and uses the defaults.
+`JAXSIM_XLA_DEFAULTS=1` (before the first compile) to use XLA's defaults. An option the installed
+jaxlib no longer knows (each is checked once, on a trivial program) is left out with a warning.
 """
 
 import functools
@@ -21,32 +28,43 @@ import equinox as eqx
 import jax
 
 
-CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+CPU_COMPILER_OPTIONS = {
+    "xla_cpu_use_fusion_emitters": False,
+    "xla_cpu_experimental_ynn_fusion_type": "",
+}
 
 
 def compiler_options() -> dict:
     """The compile options jaxsim uses on the current default backend (empty: XLA's defaults)."""
     if os.environ.get("JAXSIM_XLA_DEFAULTS", "0") not in ("", "0"):
         return {}
-    if jax.default_backend() != "cpu" or not _cpu_options_supported():
+    if jax.default_backend() != "cpu":
         return {}
-    return dict(CPU_COMPILER_OPTIONS)
+    return _supported_cpu_options()
 
 
 @functools.cache
-def _cpu_options_supported() -> bool:
-    # Checked once, on a trivial program, at the first compile (importing initializes no backend).
-    try:
-        jax.jit(lambda x: x + 1.0, compiler_options=CPU_COMPILER_OPTIONS).lower(1.0).compile()
-    except Exception as err:  # noqa: BLE001 - any rejection means: use XLA's defaults
-        warnings.warn(
-            f"jaxsim: this jaxlib rejects the CPU compile options {CPU_COMPILER_OPTIONS} "
-            f"({type(err).__name__}: {err}); compiling with XLA's defaults.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return False
-    return True
+def _cpu_options_supported() -> tuple:
+    # Each option checked once, on a trivial program, at the first compile (importing initializes
+    # no backend); one a newer jaxlib rejects is dropped, the others are kept.
+    kept = []
+    for name, value in CPU_COMPILER_OPTIONS.items():
+        try:
+            jax.jit(lambda x: x + 1.0, compiler_options={name: value}).lower(1.0).compile()
+        except Exception as err:  # noqa: BLE001 - any rejection means: leave this option out
+            warnings.warn(
+                f"jaxsim: this jaxlib rejects the CPU compile option {name}={value!r} "
+                f"({type(err).__name__}: {err}); compiling without it.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            continue
+        kept.append((name, value))
+    return tuple(kept)
+
+
+def _supported_cpu_options() -> dict:
+    return dict(_cpu_options_supported())
 
 
 def _at_top_level() -> bool:
@@ -64,13 +82,18 @@ class _Jit:
     def __init__(self, fun):
         functools.update_wrapper(self, fun)
         self._default = eqx.filter_jit(fun)
-        self._tuned = eqx.filter_jit(fun, compiler_options=dict(CPU_COMPILER_OPTIONS))
+        self._tuned = None  # made at the first tuned call (the options are checked then)
 
     def _pick(self):
         # Compile options are only allowed on the outermost jit: inside any trace (a user's jit,
         # vmap, grad), the plain filter-jit is used and the outer transformation decides (and the
         # one-off support check is not run inside someone else's trace).
-        return self._tuned if _at_top_level() and compiler_options() else self._default
+        options = compiler_options() if _at_top_level() else {}
+        if not options:
+            return self._default
+        if self._tuned is None:
+            self._tuned = eqx.filter_jit(self.__wrapped__, compiler_options=options)
+        return self._tuned
 
     def __call__(self, *args, **kwargs):
         args, kwargs = _models_as_traced((args, kwargs))

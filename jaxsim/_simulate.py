@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _results
+from . import _program_cache, _results
 from ._compile import jit as jaxsim_jit
 from ._dynamic_object import AbstractDynamicObject
 from ._host_checks import nonfinite_message, on_host, raise_if_failed
@@ -293,7 +293,9 @@ def simulate(
             throw=throw, adjoint=adjoint, progress=rep, check_on_host=host,
         )  # fmt: skip
     if adaptive:
-        dsolver = solver.to_diffrax() if is_jaxsim else solver
+        # Methods called through the class: an equinox module builds a bound-method module on
+        # each attribute access (about 40 us each, per call of `simulate`).
+        dsolver = type(solver).to_diffrax(solver) if is_jaxsim else solver
         sol = _run_adaptive(
             model,
             y0,
@@ -301,14 +303,14 @@ def simulate(
             dsolver,
             t0,
             t1,
-            jnp.asarray(ts),
+            np.asarray(ts),
             None if dt is None else float(dt),
             float(rtol),
             float(atol),
             int(max_steps),
             bool(outputs),
             bool(throw),
-            tuple(float(b) for b in model.breakpoints()),
+            tuple(float(b) for b in type(model).breakpoints(model)),
             adjoint,
             bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
             rep,
@@ -347,7 +349,7 @@ def simulate(
         throw=bool(throw),
         progress=rep,
     )
-    sol = _run_fixed(model, y0, args, solver, jnp.asarray(ts), config)
+    sol = _run_fixed(model, y0, args, solver, np.asarray(ts), config)
     return raise_if_failed(sol, "fixed-step") if host else sol
 
 
@@ -760,6 +762,11 @@ def _run_adaptive(
     return Solution(
         ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=result, t_final=t_final
     )
+
+
+# Top-level programs of these two have no host callbacks (errors are checked on the host): held
+# in the process even when they cannot be stored, so a repeated call skips equinox's filtering.
+_program_cache.IN_PROCESS.update({_run_fixed.__wrapped__, _run_adaptive.__wrapped__})
 
 
 class DiffraxSegments:
