@@ -82,15 +82,9 @@ def dispersions(n: int, seed: int = 0) -> dict:
 
 
 # ----------------------------------------------------------------------------------------- jaxsim
-def batched_runner(horizon: float, dt: float, chunk: int | None = None):
-    """`jaxsim.jit(jax.vmap(run))` over `(mass, moments, omega0, Omega0)`; returns final states.
-
-    With `chunk`, the members run `chunk` at a time inside the one compiled program
-    (`jax.lax.map(..., batch_size=chunk)`: a loop over vmapped chunks, whose working set stays in
-    the cache).
-    """
+def member_runner(horizon: float, dt: float):
+    """`run(mass, moments, omega0, Omega0)`: one dispersed member's final state (traceable)."""
     import equinox as eqx
-    import jax
     import jax.numpy as jnp
 
     import jaxsim as js
@@ -113,9 +107,45 @@ def batched_runner(horizon: float, dt: float, chunk: int | None = None):
             "ok": sol.ok,
         }
 
+    return run
+
+
+def batched_runner(horizon: float, dt: float, chunk: int | None = None):
+    """`jaxsim.jit(jax.vmap(run))` over `(mass, moments, omega0, Omega0)`; returns final states.
+
+    With `chunk`, the members run `chunk` at a time inside the one compiled program
+    (`jax.lax.map(..., batch_size=chunk)`: a loop over vmapped chunks, whose working set stays in
+    the cache).
+    """
+    import jax
+
+    import jaxsim as js
+
+    run = member_runner(horizon, dt)
     if chunk is None:
         return js.jit(jax.vmap(run))
     return js.jit(lambda *a: jax.lax.map(lambda m: run(*m), a, batch_size=chunk))
+
+
+def run_batch_runner(horizon: float, dt: float, chunk: int, workers: int | None = None):
+    """The same members through `jaxsim.montecarlo.run_batch` (`chunk` members per compiled call,
+    `workers` chunks at a time from a thread pool; default one per core on the CPU); returns
+    `run_batch`'s final states (numpy)."""
+    import jax.numpy as jnp
+
+    from jaxsim import montecarlo as mc
+
+    single = member_runner(horizon, dt)
+    names = ("mass", "moments", "omega0", "Omega0")
+
+    def member(p):  # one function for every call: run_batch keeps its compiled program
+        return single(*(p[k] for k in names))
+
+    def runner(*arrays):
+        params = dict(zip(names, (jnp.asarray(a) for a in arrays), strict=True))
+        return mc.run_batch(member, params, chunk_size=chunk, workers=workers).outputs
+
+    return runner
 
 
 # --------------------------------------------------------------------------------------- Basilisk
