@@ -11,7 +11,9 @@ jaxsim: `run(mass, moments, omega0, Omega0)` rebuilds the model with `equinox.tr
 propagates it (`jaxsim.simulate(..., outputs=False, throw=False)`); `jaxsim.jit(jax.vmap(run))` is
 timed for each batch size (fastest repeated call; compile = first call - run), and for batches
 larger than `CHUNK` also the same members vmapped `CHUNK` at a time in one program (`jax.lax.map`
-with `batch_size`; the chunking `jaxsim.montecarlo.run_batch` does across programs).
+with `batch_size`; the chunking `jaxsim.montecarlo.run_batch` does across programs). Batches larger than `RUN_BATCH_CHUNK` also run through
+`jaxsim.montecarlo.run_batch` (chunks of `RUN_BATCH_CHUNK`, one worker thread per core: its CPU
+default), the way a user runs a Monte Carlo.
 
 Basilisk (`bsk`): the same scenario built from the dispersed spec (`benchmarks/basilisk_scenarios.py`,
 RK4, no recorders), one simulation per member as Basilisk has no batch mode:
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import sys
 import time
 from pathlib import Path
@@ -57,6 +60,7 @@ TITLE = "Batch of dispersed `combined` runs (RK4 0.1 s): jaxsim vmap vs Basilisk
 HORIZON = 60.0  # [s] default
 SIZES = (1, 64, 1024)
 CHUNK = 64  # members per vmapped chunk in the chunked rows (batches larger than this)
+RUN_BATCH_CHUNK = 128  # members per chunk of the `run_batch` rows (one worker thread per core)
 BSK_SERIAL = 4  # members run serially in Basilisk
 BSK_PARALLEL = 12  # members run by the 2-process pool
 TARGET_SPEEDUP = 100.0  # issue #4: 1024 runs >= 100x faster than Basilisk's two-process MC
@@ -216,23 +220,27 @@ def run(horizon=HORIZON, sizes=SIZES, n_serial=BSK_SERIAL, n_parallel=BSK_PARALL
     dt = float(spec["time"]["step_s"])
     n_steps = int(round(horizon / dt))
     d = dispersions(max(max(sizes), n_serial, n_parallel), seed)
-    runners = {None: batched_runner(horizon, dt), CHUNK: batched_runner(horizon, dt, CHUNK)}
+    runners = {None: batched_runner(horizon, dt), CHUNK: batched_runner(horizon, dt, CHUNK),
+               "run_batch": run_batch_runner(horizon, dt, RUN_BATCH_CHUNK)}  # fmt: skip
     have_bsk = bs.available()
     notes = []
 
     jax_rows, last = [], None
     for n in sorted(sizes):
         args = [jnp.asarray(d[k][:n]) for k in ("mass", "moments", "omega0", "Omega0")]
-        for chunk in (None, CHUNK) if n > CHUNK else (None,):
-            tj = cm.time_jax(runners[chunk], *args, repeats=3 if n <= 64 else 2)
+        for how in (None, CHUNK, "run_batch") if n > RUN_BATCH_CHUNK else (None,):
+            chunk = RUN_BATCH_CHUNK if how == "run_batch" else how
+            tj = cm.time_jax(runners[how], *args, repeats=3 if n <= 64 else 2)
             last = tj["result"]
             ok = bool(np.all(np.asarray(last["ok"])))
+            label = (f"{chunk}, run_batch x{os.cpu_count()} workers" if how == "run_batch"
+                     else chunk or n)  # fmt: skip
             jax_rows.append({
-                "n_members": n, "chunk": chunk or n, "n_steps": n_steps,
+                "n_members": n, "chunk": label, "n_steps": n_steps,
                 "jaxsim_compile_s": tj["compile_s"], "jaxsim_run_s": tj["run_s"],
                 "jaxsim_us_per_member_step": tj["run_s"] / (n * n_steps) * 1e6, "all_successful": ok,
             })  # fmt: skip
-            print(f"jaxsim N={n:5d} chunk {chunk or n}: run {tj['run_s']:.3f} s "
+            print(f"jaxsim N={n:5d} chunk {label}: run {tj['run_s']:.3f} s "
                   f"({jax_rows[-1]['jaxsim_us_per_member_step']:.3f} us/member-step), compile "
                   f"{tj['compile_s']:.1f} s, all ok {ok}", flush=True)  # fmt: skip
             del tj
