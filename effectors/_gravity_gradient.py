@@ -49,9 +49,10 @@ class GravityGradient(AbstractDynamicEffector):
         tau = jnp.zeros(3)
         for b in self.bodies:
             R_N = ctx.r_CN_N + ctx.r_origin_N - b.position(ctx.t)
-            R = jnp.sqrt(dot3(R_N, R_N))
-            rhat_B = mv3(ctx.dcm_BN, R_N / R)
-            tau = tau + 3.0 * b.mu / R**3 * cross3(rhat_B, mv3(IC, rhat_B))
+            # (3 mu / R^5) R_B x [I_C] R_B: the same torque without normalizing R_B first (one
+            # scalar power instead of a square root and two divisions: fewer kernels per drift).
+            R_B = mv3(ctx.dcm_BN, R_N)
+            tau = tau + 3.0 * b.mu * dot3(R_N, R_N) ** -2.5 * cross3(R_B, mv3(IC, R_B))
         z = jnp.zeros(3)
         return ForceTorque(z, z, tau)
 

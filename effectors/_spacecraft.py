@@ -108,8 +108,8 @@ def _check_mass_flows(cls, sc) -> None:
 def _retained_c_prime(mp: MassProps, c):
     r"""$\mathbf c'$ of the retained mass: $(\sum m_i\mathbf r'_i + \sum\dot m_i\mathbf r_i)/m - \dot m\,\mathbf c/m$
     (`MassProps.first_moment_depletion`); the hub equations use `first_moment_prime` alone."""
-    m = mp.mass
-    return (mp.first_moment_prime + mp.first_moment_depletion) / m - mp.mass_dot / m * c
+    inv_m = 1.0 / mp.mass
+    return (mp.first_moment_prime + mp.first_moment_depletion - mp.mass_dot * c) * inv_m
 
 
 def _checked_override(cls, effector, state):
@@ -263,9 +263,12 @@ class Spacecraft(AbstractDynamicObject):
         mctx = self._mass_context(t, args, y)
         mp = self._mass_props(mctx, y)
         m = mp.mass
-        c = mp.first_moment / m
+        # One reciprocal (XLA merges the identical one in `_retained_c_prime`): a division is a
+        # kernel of its own on the CPU, the products by 1/m fuse into their consumers.
+        inv_m = 1.0 / m
+        c = mp.first_moment * inv_m
         m_dot = mp.mass_dot - mp.mass_dot_omitted  # the hub equations' mass rate
-        c_prime = mp.first_moment_prime / m - m_dot / m * c
+        c_prime = (mp.first_moment_prime - m_dot * c) * inv_m
         c_dot = _retained_c_prime(mp, c) + cross3(omega, c)
         # Products sharing a matrix in one reduction each (a kernel per reduction on the CPU).
         c_N, c_dot_N = mv3(dcm_BN.T, jnp.stack([c, c_dot]))
