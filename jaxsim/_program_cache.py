@@ -23,12 +23,14 @@ Used by the top-level calls of jaxsim's jitted drivers (`jaxsim._compile._Jit`):
 - a hash of the source files of every package whose code appears in it (jaxsim, effectors,
   equinox, diffrax, ...; JAX and NumPy by version).
 
-A part that cannot be keyed reliably refuses the cache and the call traces as usual (JAX's
-persistent compilation cache still serves the XLA compile): classes and functions from packages
-outside `TRUSTED_PACKAGES` (a user's own model code may read globals, files or environment
-variables at trace time, which no key sees), objects whose value cannot be written out (a repr
-with an address), arrays closed over by functions, several devices. Programs with host callbacks
-(`progress`, in-program error checks) cannot be serialized and are not stored either.
+A part that cannot be keyed reliably refuses the cache on disk: classes and functions from
+packages outside `TRUSTED_PACKAGES` (a user's own model code may read globals, files or
+environment variables at trace time, which no key sees), objects whose value cannot be written out
+(a repr with an address), arrays closed over by functions, several devices. Such a call traces as
+usual (JAX's persistent compilation cache still serves the XLA compile); the plain fixed-step and
+adaptive drivers (`IN_PROCESS`) then hold their compiled program in the process, so that repeated
+calls skip equinox's per-call filtering. Programs with host callbacks (`progress`, in-program
+error checks) cannot be serialized and are not stored either.
 
 Module-level globals of the trusted packages are taken to be constants (their source is hashed).
 """
