@@ -478,3 +478,41 @@ def test_a_fresh_process_loads_the_program_and_gets_bitwise_the_same_results(tmp
     assert results[0].files == results[1].files
     for name in results[0].files:
         np.testing.assert_array_equal(results[0][name], results[1][name])
+
+
+class _UserDecay(js.AbstractDynamicObject):
+    """A user's model class (module `tests`, outside the trusted packages): never stored on disk."""
+
+    k: jax.Array
+    name: str = eqx.field(static=True, default="decay")
+
+    def init_state(self):
+        return {"x": jnp.array([1.0, -2.0])}
+
+    def drift(self, t, y, args):
+        return {"x": -self.k * y["x"]}
+
+
+@pytest.mark.parametrize("solver", [js.RK4(), js.Tsit5()], ids=["fixed", "adaptive"])
+@pytest.mark.parametrize("folder", ["on", "off"])
+def test_unkeyable_plain_runs_are_held_in_process(programs, monkeypatch, solver, folder):
+    """A user model's repeated plain run executes its compiled program directly (no equinox
+    filtering per call), with the cache folder on or off, bitwise as the equinox path."""
+    from jaxsim._simulate import _run_adaptive, _run_fixed
+
+    if folder == "off":
+        monkeypatch.setitem(_cache._state, "dir", None)
+    model = _UserDecay(jnp.asarray(0.7))
+    kw = {"rtol": 1e-9, "atol": 1e-9} if solver.adaptive else {"dt": 0.1}
+    call = lambda: js.simulate(model, model.init_state(), 2.0, solver=solver, outputs=False, **kw)
+    _program_cache.clear_memory()
+    first, second = call(), call()
+    driver = (_run_adaptive if solver.adaptive else _run_fixed).__wrapped__
+    held = [v for k, v in _program_cache._memory.items() if k[0] is driver]
+    assert len(held) == 1 and held[0] is not None and held[0].path is None
+    assert stored(programs) == []  # not on disk: the class is not keyable
+    assert_bitwise_equal(first, second)
+    monkeypatch.setattr(_program_cache, "IN_PROCESS", set())  # the equinox path
+    _program_cache.clear_memory()
+    assert_bitwise_equal(first, call())
+    assert list(_program_cache._memory.values()) == [None]
