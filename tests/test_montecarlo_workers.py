@@ -139,13 +139,15 @@ def test_workers_default(spy_pool):
     assert spy_pool == []
     # Several chunks on the CPU: one per core (at most one per chunk); sharded: 1.
     assert jax.default_backend() == "cpu"
-    assert batch._resolve_workers(None, None, 64) == min(os.cpu_count(), 64)
-    assert batch._resolve_workers(None, None, 2) == min(os.cpu_count(), 2)
+    cores = batch.usable_cores()
+    assert 1 <= cores <= os.cpu_count()
+    assert batch._resolve_workers(None, None, 64) == min(cores, 64)
+    assert batch._resolve_workers(None, None, 2) == min(cores, 2)
     sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
     assert batch._resolve_workers(None, sharding, 64) == 1
     assert batch._resolve_workers(4, None, 3) == 3
     mc.run_batch(oscillator_member, PARAMS, chunk_size=CHUNK)
-    assert spy_pool == ([min(os.cpu_count(), 4)] if os.cpu_count() > 1 else [])
+    assert spy_pool == ([min(cores, 4)] if cores > 1 else [])
 
 
 def test_workers_thread_local_x64(spy_pool):

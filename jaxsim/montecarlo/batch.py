@@ -546,6 +546,15 @@ def _check_workers(where, workers):
     return int(workers)
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on: its CPU affinity where the platform reports it
+    (a container or `taskset` may allow fewer than the machine has), else `os.cpu_count()`."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not reported on this platform
+        return os.cpu_count() or 1
+
+
 def _resolve_workers(workers: int | None, sharding, n_chunks: int) -> int:
     """The number of chunks run at the same time: `workers`, by default (`None`) one per CPU
     core on the CPU backend without sharding, else 1; at most `n_chunks`; 1 when new threads
@@ -553,7 +562,7 @@ def _resolve_workers(workers: int | None, sharding, n_chunks: int) -> int:
     if workers is None:
         if sharding is not None or jax.default_backend() != "cpu":
             return 1
-        workers = os.cpu_count() or 1
+        workers = usable_cores()
     workers = max(1, min(workers, n_chunks))
     if workers > 1 and _x64_of_new_threads() != bool(jax.config.jax_enable_x64):
         return 1
@@ -698,10 +707,10 @@ def run_batch(
       (one compiled program, compiled once before any chunk starts). XLA on the CPU runs a call
       on the calling thread, and a chunk of a small model uses about one core, so threads use
       several cores. Default: on the CPU backend without `devices`/`mesh`, one per CPU core
-      (`os.cpu_count()`), else 1; never more than the number of chunks. On the CPU, pass a
-      `chunk_size` giving at least as many chunks as cores (the default `chunk_size` is one
-      chunk: one core). Results are bitwise those of `workers=1`, in member order; progress
-      is reported from the calling thread, in chunk order. Under a thread-local
+      this process may use (its CPU affinity), else 1; never more than the number of chunks.
+      On the CPU, pass a `chunk_size` giving at least as many chunks as cores (the default
+      `chunk_size` is one chunk: one core). Results are bitwise those of `workers=1`, in
+      member order; progress is reported from the calling thread, in chunk order. Under a thread-local
       `jax.enable_x64(...)` context the chunks run on the calling thread.
 
     **Returns:** a `BatchResult`.
