@@ -710,8 +710,8 @@ def run_batch(
       this process may use (its CPU affinity), else 1; never more than the number of chunks.
       On the CPU, pass a `chunk_size` giving at least as many chunks as cores (the default
       `chunk_size` is one chunk: one core). Results are bitwise those of `workers=1`, in
-      member order; progress is reported from the calling thread, in chunk order. Under a thread-local
-      `jax.enable_x64(...)` context the chunks run on the calling thread.
+      member order; progress is reported from the calling thread, in chunk order. Under a
+      thread-local `jax.enable_x64(...)` context the chunks run on the calling thread.
 
     **Returns:** a `BatchResult`.
 
