@@ -11,9 +11,10 @@ jaxsim: `run(mass, moments, omega0, Omega0)` rebuilds the model with `equinox.tr
 propagates it (`jaxsim.simulate(..., outputs=False, throw=False)`); `jaxsim.jit(jax.vmap(run))` is
 timed for each batch size (fastest repeated call; compile = first call - run), and for batches
 larger than `CHUNK` also the same members vmapped `CHUNK` at a time in one program (`jax.lax.map`
-with `batch_size`; the chunking `jaxsim.montecarlo.run_batch` does across programs). Batches larger than `RUN_BATCH_CHUNK` also run through
-`jaxsim.montecarlo.run_batch` (chunks of `RUN_BATCH_CHUNK`, one worker thread per core: its CPU
-default), the way a user runs a Monte Carlo.
+with `batch_size`; the chunking `jaxsim.montecarlo.run_batch` does across programs). Batches
+larger than `RUN_BATCH_CHUNK` also run through `jaxsim.montecarlo.run_batch` (chunks of
+`RUN_BATCH_CHUNK`, one worker thread per usable core: its CPU default), the way a user runs a
+Monte Carlo.
 
 Basilisk (`bsk`): the same scenario built from the dispersed spec (`benchmarks/basilisk_scenarios.py`,
 RK4, no recorders), one simulation per member as Basilisk has no batch mode:
@@ -42,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import sys
 import time
 from pathlib import Path
@@ -216,6 +216,8 @@ def bsk_two_process(d: dict, n: int, horizon: float) -> float:
 def run(horizon=HORIZON, sizes=SIZES, n_serial=BSK_SERIAL, n_parallel=BSK_PARALLEL, seed=0):
     import jax.numpy as jnp
 
+    from jaxsim.montecarlo.batch import usable_cores
+
     spec = bs.load_spec("combined")
     dt = float(spec["time"]["step_s"])
     n_steps = int(round(horizon / dt))
@@ -233,7 +235,7 @@ def run(horizon=HORIZON, sizes=SIZES, n_serial=BSK_SERIAL, n_parallel=BSK_PARALL
             tj = cm.time_jax(runners[how], *args, repeats=3 if n <= 64 else 2)
             last = tj["result"]
             ok = bool(np.all(np.asarray(last["ok"])))
-            label = (f"{chunk}, run_batch x{os.cpu_count()} workers" if how == "run_batch"
+            label = (f"{chunk}, run_batch x{usable_cores()} workers" if how == "run_batch"
                      else chunk or n)  # fmt: skip
             jax_rows.append({
                 "n_members": n, "chunk": label, "n_steps": n_steps,

@@ -290,11 +290,12 @@ def batch_runners(horizon: float, quick: bool) -> dict:
     members at a time in one program (`lax.map`), and `jaxsim.montecarlo.run_batch` with chunks
     of 128 and 256 run by one worker thread per core (its CPU default)."""
     from benchmarks import bench_batch as bb
+    from jaxsim.montecarlo.batch import usable_cores
 
     out = {} if quick else {f"vmap {BATCH}": bb.batched_runner(horizon, DT)}
     out[f"lax.map {bb.CHUNK}"] = bb.batched_runner(horizon, DT, bb.CHUNK)
     for chunk in (128,) if quick else (128, 256):
-        out[f"run_batch {chunk}, {os.cpu_count()} workers"] = bb.run_batch_runner(
+        out[f"run_batch {chunk}, {usable_cores()} workers"] = bb.run_batch_runner(
             horizon, DT, chunk
         )
     return out

@@ -40,7 +40,7 @@ def compiler_options() -> dict:
         return {}
     if jax.default_backend() != "cpu":
         return {}
-    return _supported_cpu_options()
+    return dict(_cpu_options_supported())
 
 
 @functools.cache
@@ -61,10 +61,6 @@ def _cpu_options_supported() -> tuple:
             continue
         kept.append((name, value))
     return tuple(kept)
-
-
-def _supported_cpu_options() -> dict:
-    return dict(_cpu_options_supported())
 
 
 def _at_top_level() -> bool:

@@ -570,17 +570,15 @@ def _prepare(fun, options, treedef, template, positions, leaves, avals, folder):
         entry = _load(path, key) if path.exists() else None
         if entry is not None:
             return entry
-        made = _compile(fun, options, treedef, template, positions, leaves)
-        if made is None:
-            return None
-        compiled, skeleton, storable = made
-        if storable:
-            _store(path, key, compiled, skeleton)
-        return _Entry(compiled, skeleton, verified=True)
-    if fun not in IN_PROCESS:
+    elif fun not in IN_PROCESS:
         # Finding out here that a program has host callbacks would trace it twice: a user's
         # function (`jaxsim.jit`) usually holds simulations whose error checks are callbacks,
         # and so do the hybrid and SDE drivers (diffrax's and optimistix's own checks).
         return None
-    made = _compile(fun, options, treedef, template, positions, leaves, for_disk=False)
-    return None if made is None else _Entry(made[0], made[1], verified=True)
+    made = _compile(fun, options, treedef, template, positions, leaves, for_disk=key is not None)
+    if made is None:
+        return None
+    compiled, skeleton, storable = made
+    if storable:  # only a program compiled for the disk (`for_disk`) is storable
+        _store(path, key, compiled, skeleton)
+    return _Entry(compiled, skeleton, verified=True)
