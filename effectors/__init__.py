@@ -7,10 +7,12 @@ Submodules imported on their own: `effectors.scenarios` (benchmark spacecraft), 
 and `effectors.animation` (spacecraft plots and drawing, on the engine's generic ones),
 `effectors.examples` (optimization examples) and `effectors.demo` (`python -m effectors.demo`).
 `write_vizard` / `read_vizard` (module `effectors.vizard`) export a run to Basilisk's Vizard viewer.
+`effectors.astro` (also `fx.astro`): bodies and constants, orbital elements, epochs and time scales.
 """
 
 import jaxsim as _jaxsim  # noqa: F401  (enables float64 before any array is built)
 
+from . import astro as astro
 from ._drag import Drag as Drag
 from ._effector import (
     AbstractDynamicEffector as AbstractDynamicEffector,
