@@ -189,6 +189,10 @@ def simulate(
     root_finder=None,
     adjoint=None,
     progress=False,
+    dt0=None,
+    saveat=None,
+    stepsize_controller=None,
+    progress_meter=None,
 ) -> Solution:
     r"""Propagate `model` from `y0` at `t0` to `t1` and sample it at `ts`.
 
@@ -239,8 +243,26 @@ def simulate(
       (fixed steps), each segment (clocks, events) or each step (plain diffrax solves); `False`
       (default) adds nothing to the compiled run (`jaxsim._progress`).
 
+    - `dt0`, `saveat`, `stepsize_controller`, `progress_meter`: diffrax's spellings, accepted
+      where they mean what jaxsim's arguments mean and translated into them (`dt0` is `dt`;
+      `SaveAt(t0, ts, steps, t1)` gives `ts`; `PIDController(rtol, atol, dtmax)` gives `rtol`,
+      `atol`, `dtmax`; `ConstantStepSize()` a fixed step `dt`; a tqdm or text meter is
+      `progress=True`), otherwise refused with jaxsim's spelling (`jaxsim._vocabulary`).
+
     `t0`, `t1`, `dt`, `ts` and `sample_dt` fix the shape of the computation and must be concrete.
     """
+    if not (dt0 is None and saveat is None and stepsize_controller is None
+            and progress_meter is None and max_steps is not None):  # fmt: skip
+        from ._vocabulary import from_diffrax
+
+        update = from_diffrax(
+            solver=solver, t0=t0, t1=t1, dt=dt, ts=ts, sample_dt=sample_dt, rtol=rtol, atol=atol,
+            dtmax=dtmax, progress=progress, max_steps=max_steps, dt0=dt0, saveat=saveat,
+            stepsize_controller=stepsize_controller, progress_meter=progress_meter,
+        )  # fmt: skip
+        dt, ts = update.get("dt", dt), update.get("ts", ts)
+        rtol, atol = update.get("rtol", rtol), update.get("atol", atol)
+        dtmax, progress = update.get("dtmax", dtmax), update.get("progress", progress)
     if not isinstance(model, AbstractDynamicObject):
         raise ValueError(
             f"simulate: `model` must be an AbstractDynamicObject; got {type(model).__name__}."
