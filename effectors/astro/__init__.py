@@ -17,3 +17,12 @@ from ._bodies import (
     VENUS as VENUS,
     Body as Body,
 )
+from ._ephemeris import (
+    DE421_TARGETS as DE421_TARGETS,
+    AbstractEphemeris as AbstractEphemeris,
+    AnalyticSunMoon as AnalyticSunMoon,
+    DE421Ephemeris as DE421Ephemeris,
+    EphemerisPosition as EphemerisPosition,
+    moon_position_analytic as moon_position_analytic,
+    sun_position_analytic as sun_position_analytic,
+)
