@@ -12,14 +12,20 @@ first stage of the step that starts at $t_c$, and what jaxsim's held outputs giv
 written by a discrete model at a clock tick $t_c$ acts from the first stage after $t_c$. With the
 RK4 stages at $t_k$, $t_k + h/2$ (twice), $t_k + h$:
 
-- a window ending at a step end $t_{k+1}$ is seen by the last stage of that step **and by the
-  first stage of the next step** (at $\tau = t_{k+1}$), unless a new command is issued at
-  $t_{k+1}$;
+- a window ending at a step end $t_{k+1}$ is seen by the last stage of that step, and by the
+  first stage of the next step when the two stage times compare as equal (see below);
 - a window ending at $t_k + h/2$ is seen by stages 1 to 3; one ending inside $(t_k, t_k + h/2)$
-  by stage 1 only;
-- Basilisk adds a tolerance of $10^{-9}(\tau - \tau_{prev})$ to the end ($\tau_{prev}$: the time of the
-  previous evaluation); jaxsim compares exactly. The two differ only for a window end within
-  $10^{-9}\,h/2$ of a stage time without being equal to it.
+  by stage 1 only.
+
+In floating point the end test is Basilisk's own: $(T_i + t_c) - \tau \ge -10^{-9}(\tau -
+\tau_{prev})$, $\tau_{prev}$ the time of the previous evaluation, with Basilisk's stage times
+$\tau = t_k + c\,h$ where $t_k$ and $h$ are integer nanoseconds times $10^{-9}$. On the fixed-step
+path jaxsim evaluates exactly that (`_on_time_window`, from the stage clock
+`jaxsim.signals.stage_clock`), so at any step size a window ending on a step end, a half step or
+inside a step fires at the same stages as in Basilisk. E.g. at $h = 0.01$ s the last stage of the
+step ending at 17.5 s is at 17.500000000000004 (within the tolerance: on) and the first stage of
+the next step at 17.5 follows it ($\tau - \tau_{prev} < 0$: a window ending at 17.5 is off there).
+On the adaptive and segment paths the window is compared exactly at the evaluation time.
 
 **Minimum on-time** (`MinOnTime`): a requested $T_i$ below the thruster's minimum on-time is
 honoured only if the thruster is firing when the command arrives (the previous window covers
@@ -36,12 +42,13 @@ software on a clock writing `args[name]["on_time"]` (n,) [s] and `args[name]["on
 from collections.abc import Callable
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from jaxsim import AbstractClock, AbstractDiscreteModel
 from jaxsim.kinematics import cross3
-from jaxsim.signals import AbstractSignal, breakpoints_of, evaluate, held_time
+from jaxsim.signals import AbstractSignal, breakpoints_of, evaluate, held_time, stage_clock
 from jaxsim.validation import (
     as_array,
     check_name,
@@ -61,9 +68,37 @@ from ._types import ForceTorque, HubContext, MassContext
 G0 = 9.80665
 
 
+# Basilisk counts time in integer nanoseconds and converts with this factor (`NANO2SEC`).
+_NANO2SEC = 1e-9
+# Basilisk's end-of-window tolerance per second since the previous evaluation (`dt*10E-10`).
+_END_TOL = 1e-9
+
+
 def _on_time_window(on_time, start, t):
-    """1.0 where a command `(start, on_time)` fires at `t` (Basilisk's closed window), else 0."""
-    return jnp.where((on_time > 0.0) & (t <= start + on_time), 1.0, 0.0)
+    r"""1.0 where a command `(start, on_time)` fires at `t` (Basilisk's closed window), else 0.
+
+    Inside a fixed-step stage (`jaxsim.signals.stage_clock`) the test is Basilisk's, in its own
+    floating point: the stage time $\tau = t_k + c\,h$ with $t_k$ and $h$ rounded to integer
+    nanoseconds and converted as Basilisk does, the start rounded the same way, and the end
+    accepted while $(T + t_c) - \tau \ge -10^{-9}(\tau - \tau_{prev})$, $\tau_{prev}$ the previous
+    evaluation's time (the previous stage, or the last stage of the previous step). Elsewhere
+    (adaptive and segment drivers, outputs) the window $\tau \le t_c + T$ is compared exactly.
+    """
+    clock = stage_clock()
+    if clock is None:
+        return jnp.where((on_time > 0.0) & (t <= start + on_time), 1.0, 0.0)
+    a, b, c, c_prev, prev_step = clock
+    ns_k = jnp.round(a / _NANO2SEC)
+    ns_h = jnp.round((b - a) / _NANO2SEC)
+    t_k = ns_k * _NANO2SEC
+    h = ns_h * _NANO2SEC
+    tau = t_k + h * c
+    t_prev = jnp.where(prev_step, (ns_k - ns_h) * _NANO2SEC, t_k)
+    tau_prev = t_prev + h * c_prev
+    # The issue time as Basilisk stores it (value only: the gradient still flows to `start`).
+    start_b = start + jax.lax.stop_gradient(jnp.round(start / _NANO2SEC) * _NANO2SEC - start)
+    left = on_time + start_b - tau
+    return jnp.where((on_time > 0.0) & (left >= -(tau - tau_prev) * _END_TOL), 1.0, 0.0)
 
 
 def effective_on_times(times, on_times, min_on_time):
@@ -78,7 +113,7 @@ def effective_on_times(times, on_times, min_on_time):
     prev_t = jnp.full((), -jnp.inf)
     for k in range(times.shape[0]):
         T = on_times[k]
-        firing = _on_time_window(prev_T, prev_t, times[k]) > 0
+        firing = (prev_T > 0.0) & (times[k] <= prev_t + prev_T)
         T = jnp.where((T >= min_on_time) | firing, T, 0.0)
         out.append(T)
         prev_T, prev_t = T, times[k]
@@ -384,6 +419,7 @@ class Thrusters(AbstractDynamicEffector):
         return ForceTorque(jnp.zeros(3), F_B, tau_B)
 
     # Units of the `outputs` entries (`output_units()`).
+    ELEMENT_DIM = "thruster"  # one entry per unit in result datasets
     OUTPUT_UNITS = {
         "throttle": "-",
         "thrust_B": "N",

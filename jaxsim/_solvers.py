@@ -30,6 +30,8 @@ import jax.tree_util as jtu
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from ._step_context import stage as stage_context
+
 
 class AbstractSolver(eqx.Module):
     """Base class of jaxsim solver choices.
@@ -81,7 +83,9 @@ class AbstractFixedStepSolver(AbstractSolver):
             for j, aij in enumerate(ai):
                 if aij != 0.0:
                     yi = jtu.tree_map(lambda u, k, aij=aij: u + (h * aij) * k, yi, ks[j])
-            ks.append(f(t + self.c[i] * h, yi, args))
+            c_prev, prev_step = _prev_nodes(self.c)
+            with stage_context(self.c[i], c_prev[i], prev_step[i]):
+                ks.append(f(t + self.c[i] * h, yi, args))
         y1 = y
         for bi, k in zip(self.b, ks):
             if bi != 0.0:
@@ -101,8 +105,10 @@ def _chain_step(solver, f, t, y, h, args):
     # Stage i evaluates k_i = f(t + c_i h, y + a_{i,i-1} h k_{i-1}) and adds b_i h k_i to the result,
     # in the same order of floating-point operations as the unrolled stages.
     a_next = np.array([row[-1] for row in solver.a[1:]] + [0.0])
+    c_prev, prev_step = _prev_nodes(solver.c)
     coef = tuple(
-        jnp.asarray(x) for x in (h * a_next, h * np.asarray(solver.b), np.asarray(solver.c))
+        jnp.asarray(x)
+        for x in (h * a_next, h * np.asarray(solver.b), np.asarray(solver.c), c_prev, prev_step)
     )
 
     # Reverse mode stores each stage's input and recomputes the right-hand side's intermediates in
@@ -133,12 +139,21 @@ def _chain_step(solver, f, t, y, h, args):
 
     def stage(carry, xs):
         yi, y1 = carry
-        ha, hb, c = xs
-        k = flat_f(t + c * h, yi)
+        ha, hb, c, cp, ps = xs
+        with stage_context(c, cp, ps):
+            k = flat_f(t + c * h, yi)
         return (y_flat + ha.astype(k.dtype) * k, y1 + hb.astype(k.dtype) * k), None
 
     (_, y1), _ = jax.lax.scan(stage, (y_flat, y_flat), coef)
     return unravel(y1)
+
+
+def _prev_nodes(c):
+    """The node of the evaluation before each stage and whether it is in the previous step
+    (`jaxsim._step_context.stage_clock`): the previous stage's; for the first stage, the last
+    stage of the previous step."""
+    c_prev = np.array([c[-1]] + list(c[:-1]), dtype=float)
+    return c_prev, np.arange(len(c)) == 0
 
 
 def _flattenable(y) -> bool:
@@ -151,8 +166,9 @@ def _chain_step_tree(f_remat, coef, t, y, h, args):
     # Stage loop on the state's pytree (states whose leaves mix dtypes).
     def stage(carry, xs):
         yi, y1 = carry
-        ha, hb, c = xs
-        k = f_remat(t + c * h, yi, args)
+        ha, hb, c, cp, ps = xs
+        with stage_context(c, cp, ps):
+            k = f_remat(t + c * h, yi, args)
         y1 = jtu.tree_map(lambda u, kk: u + hb.astype(kk.dtype) * kk, y1, k)
         yi = jtu.tree_map(lambda u, kk: u + ha.astype(kk.dtype) * kk, y, k)
         return (yi, y1), None

@@ -7,6 +7,8 @@
   solvers, through a model's `breakpoints()`).
 - `held_time(t)`: the time a zero-order-hold command reads inside a fixed step (the step midpoint),
   else `t`.
+- `stage_clock()`: the step interval and stage nodes of the fixed-step stage being evaluated (for
+  models that reproduce a reference simulator's per-stage floating-point rule), else None.
 
 The implementations are `jaxsim._signals` and `jaxsim._step_context`.
 """
@@ -22,7 +24,7 @@ from ._signals import (
     breakpoints_of as breakpoints_of,
     evaluate as evaluate,
 )
-from ._step_context import held_time as held_time
+from ._step_context import held_time as held_time, stage_clock as stage_clock
 
 
 __all__ = [
@@ -36,4 +38,5 @@ __all__ = [
     "breakpoints_of",
     "evaluate",
     "held_time",
+    "stage_clock",
 ]

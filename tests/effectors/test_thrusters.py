@@ -356,3 +356,59 @@ def test_gradient_wrt_burn_start_on_time_isp():
         scale = np.abs(fd).max()
         assert scale > 0
         np.testing.assert_allclose(jac[:, j], fd, rtol=0, atol=GRAD_FD_RTOL * scale)
+
+
+# On-time commands at h = 0.01 s, where stage times are not exact in binary: (write time [s],
+# on-times [s]) with window ends on step ends (1.5, 3.2, 5.51), half steps (0.875, 2.015, 5.505) and
+# inside steps (0.6225, 2.6233, 3.51).
+FINE_DT = 0.01  # [s]
+FINE_COMMANDS = [
+    (0.37, [1.13, 0.505, 0.2525]),
+    (2.0, [1.2, 0.015, 0.6233]),
+    (3.5, [2.01, 2.005, 0.01]),
+]
+# Delta-v relative to the largest component: 600 RK4 steps of round-off; one stage more or less of
+# one thruster (h/6 of its acceleration) is 1e-4 of it.
+FINE_DV_RTOL = 1e-11
+
+
+@pytest.mark.crossval
+def test_on_time_schedule_matches_basilisk_at_fine_step():
+    """`OnTimeSchedule` at h = 0.01 s vs live Basilisk: windows ending on step ends, half steps and
+    inside steps fire at the same stages (Basilisk's floating-point end test with its tolerance)."""
+    pytest.importorskip("Basilisk")
+    from benchmarks import basilisk_thrusters as bth
+
+    S = dict(
+        bth.SCENARIO,
+        commands=FINE_COMMANDS,
+        v_CN_N0=[0.0, 0.0, 0.0],  # at rest: delta-v is not a difference of large velocities
+        dyn_dt=FINE_DT,
+        fsw_dt=FINE_DT,
+        duration=6.0,
+        sample_dt=0.5,
+    )
+    ref = bth.run(**S)
+    sched = fx.OnTimeSchedule([c[0] for c in FINE_COMMANDS], [c[1] for c in FINE_COMMANDS])
+    sc, y0 = _bsk_spacecraft(sched, S)
+    sol = js.simulate(sc, y0, S["duration"], dt=FINE_DT, solver=js.RK4(), sample_dt=0.5)
+    dv_ref = ref["v_BN_N"] - ref["v_BN_N"][0]
+    dv = np.asarray(sol.ys["hub"]["v_BN_N"]) - ref["v_BN_N"][0]
+    err = np.abs(dv - dv_ref).max() / np.abs(dv_ref).max()
+    assert err <= FINE_DV_RTOL, f"delta-v max rel {err:.3g}"
+    # The flight-software path (held on-time outputs) fires at the same stages.
+    times = jnp.asarray([c[0] for c in FINE_COMMANDS])
+    table = jnp.asarray([c[1] for c in FINE_COMMANDS])
+    fsw = fx.OnTimeFSW(
+        js.Schedule([c[0] for c in FINE_COMMANDS]),
+        lambda t, y, args: table[jnp.argmin(jnp.abs(times - t))],
+        3,
+        tick_at_t0=False,
+    )
+    sc2, _ = _bsk_spacecraft(None, S)
+    sol2 = js.simulate(
+        sc2, y0, S["duration"], dt=FINE_DT, solver=js.RK4(), sample_dt=0.5, clocks=[fsw]
+    )
+    dv2 = np.asarray(sol2.ys["hub"]["v_BN_N"]) - ref["v_BN_N"][0]
+    err2 = np.abs(dv2 - dv_ref).max() / np.abs(dv_ref).max()
+    assert err2 <= FINE_DV_RTOL, f"fsw delta-v max rel {err2:.3g}"
