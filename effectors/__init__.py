@@ -61,6 +61,11 @@ from ._spinning_body import SpinningBodies as SpinningBodies
 from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
 from ._srp import CannonballSRP as CannonballSRP
 from ._stochastic_torque import StochasticTorque as StochasticTorque
+from ._third_body import (
+    ThirdBodyGravity as ThirdBodyGravity,
+    battin_f as battin_f,
+    third_body_acceleration as third_body_acceleration,
+)
 from ._thruster_state_effector import ThrusterStateEffector as ThrusterStateEffector
 from ._thrusters import (
     OnTimeFSW as OnTimeFSW,

@@ -9,6 +9,12 @@ states are relative to it, and the field includes the indirect term of every oth
 $$\mathbf g_N = \sum_P \mathbf g_P(\mathbf r_{C/N} - \mathbf r_{P/N}) + \sum_{P \ne \oplus} \mathbf g_P(\mathbf r_{P/\oplus}).$$
 Body positions $\mathbf r_{P/N}(t)$ are constant arrays or functions of time (ephemerides).
 
+Bodies given as `effectors.astro.Body` objects (`PointMassGravity(fx.astro.EARTH)`,
+`SphericalHarmonicGravity.from_body(fx.astro.EARTH, degree=6)`) take their gravitational parameter,
+reference radius, zonal harmonics and name from it. A body whose field is a *perturbation relative
+to the integration origin* (`ThirdBodyGravity`, `includes_indirect = True`) supplies its direct and
+indirect terms together in a cancellation-free form (`field_relative`).
+
 The potential used for energy logging is the point-mass one, $U = -\sum_P \mu_P/\|\mathbf r_{C/P}\|$ (plus
 the indirect terms), even for spherical harmonics, exactly as Basilisk logs it.
 """
@@ -30,6 +36,8 @@ from jaxsim.validation import (
     check_unique_names,
 )
 
+from .astro._bodies import Body
+
 
 class AbstractGravityBody(eqx.Module):
     """A gravitating body with gravitational parameter `mu` [m^3/s^2] and a position [m] in N."""
@@ -38,6 +46,8 @@ class AbstractGravityBody(eqx.Module):
     mu: eqx.AbstractVar[jnp.ndarray]
     central: eqx.AbstractVar[bool]
     r_PN_N: eqx.AbstractVar[object]
+    # True for a body that gives its direct and indirect terms together (`field_relative`).
+    includes_indirect = False
 
     def position(self, t):
         """Body position $\\mathbf r_{P/N}(t)$ [m], $\\mathcal N$ components."""
@@ -50,6 +60,31 @@ class AbstractGravityBody(eqx.Module):
     def potential(self, t, x_N):
         """Specific potential energy used for logging, $-\\mu/\\|x\\|$ [J/kg]."""
         return -self.mu / jnp.sqrt(dot3(x_N, x_N))
+
+
+def _mu_and_name(cls, mu, name):
+    """`(mu, name)` from a `Body` (its `mu`, and its name unless `name` is given) or a number."""
+    if isinstance(mu, Body):
+        return mu.mu, mu.name if name is None else name
+    return mu, "earth" if name is None else name
+
+
+def zonal_coefficients(body, degree=None):
+    r"""Fully normalised $\bar C$ `(L+1, L+1)` of `body`'s zonal field: $\bar C_{00} = 1$,
+    $\bar C_{l0} = -J_l/\sqrt{2l+1}$ from `body.J` $= (J_2, J_3, \dots)$, up to `degree` (default
+    all of `J`)."""
+    lmax = len(body.J) + 1
+    degree = lmax if degree is None else int(degree)
+    if not 0 <= degree <= lmax:
+        raise ValueError(
+            f"SphericalHarmonicGravity.from_body: `degree` must be in [0, {lmax}] (J2..J{lmax} of "
+            f"{body.name!r}); got {degree}."
+        )
+    C = np.zeros((degree + 1, degree + 1))
+    C[0, 0] = 1.0
+    for l in range(2, degree + 1):
+        C[l, 0] = -body.J[l - 2] / math.sqrt(2 * l + 1)
+    return C
 
 
 def _position_arg(cls, r_PN_N):
@@ -65,11 +100,12 @@ class PointMassGravity(AbstractGravityBody):
 
     **Arguments:**
 
-    - `mu`: gravitational parameter [m^3/s^2], > 0.
+    - `mu`: gravitational parameter [m^3/s^2], > 0, or an `effectors.astro.Body` (its `mu`, and
+      its `name` as the default name).
     - `r_PN_N`: body position [m] in $\mathcal N$: a constant `(3,)` array (default the origin) or a
-      function of time `t -> (3,)` (an ephemeris).
+      function of time `t -> (3,)` (an ephemeris, e.g. `DE421Ephemeris.trajectory(body, epoch)`).
     - `central`: the spacecraft states are relative to this body (at most one central body).
-    - `name`: unique name of the body.
+    - `name`: unique name of the body (default `"earth"`, or the `Body`'s name).
     """
 
     mu: jnp.ndarray
@@ -77,8 +113,9 @@ class PointMassGravity(AbstractGravityBody):
     central: bool = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
-    def __init__(self, mu, *, r_PN_N=None, central: bool = False, name: str = "earth"):
+    def __init__(self, mu, *, r_PN_N=None, central: bool = False, name: str | None = None):
         cls = "PointMassGravity"
+        mu, name = _mu_and_name(cls, mu, name)
         self.mu = check_positive(cls, "mu", as_array(cls, "mu", mu, "m^3/s^2", ()), "m^3/s^2")
         self.r_PN_N = _position_arg(cls, r_PN_N)
         self.central = bool(central)
@@ -103,8 +140,12 @@ class SphericalHarmonicGravity(AbstractGravityBody):
     - `mu` [m^3/s^2], `radius` reference (equatorial) radius $R$ [m].
     - `C`, `S`: normalised coefficients, shape `(L+1, L+1)`, indexed `[l, m]` (entries with m > l ignored).
     - `degree`, `order`: truncation (default: all of `C`); `order <= degree`.
-    - `dcm_PN`: planet-fixed orientation $[PN]$ (constant 3x3 or a function of time), default identity.
+    - `dcm_PN`: planet-fixed orientation $[PN]$ (constant 3x3 or a function of time, e.g.
+      `effectors.astro.EarthRotation(epoch)` or `IAURotation(body, epoch)`), default identity.
     - `r_PN_N`, `central`, `name`: as for `PointMassGravity`.
+
+    `SphericalHarmonicGravity.from_body(body, degree, ...)` builds the zonal field of an
+    `effectors.astro.Body` (its `J`), or takes full `C`, `S` with the body's `mu`, radius and name.
 
     **Reference:** Pines, S., "Uniform representation of the gravitational potential and its
     derivatives", AIAA J. 11(11), 1973, doi:10.2514/3.50631; Lundberg & Schutz, J. Guid. Control 11(1),
@@ -134,9 +175,10 @@ class SphericalHarmonicGravity(AbstractGravityBody):
         dcm_PN=None,
         r_PN_N=None,
         central: bool = False,
-        name: str = "earth",
+        name: str | None = None,
     ):
         cls = "SphericalHarmonicGravity"
+        mu, name = _mu_and_name(cls, mu, name)
         self.mu = check_positive(cls, "mu", as_array(cls, "mu", mu, "m^3/s^2", ()), "m^3/s^2")
         self.radius = check_positive(cls, "radius", as_array(cls, "radius", radius, "m", ()), "m")
         C = as_array(cls, "C", C, "-", (None, None))
@@ -171,6 +213,24 @@ class SphericalHarmonicGravity(AbstractGravityBody):
         J2 = as_array("SphericalHarmonicGravity.j2", "J2", J2, "-", ())
         C = jnp.zeros((3, 3)).at[0, 0].set(1.0).at[2, 0].set(-J2 / math.sqrt(5.0))
         return cls(mu, radius, C, **kwargs)
+
+    @classmethod
+    def from_body(cls, body, degree=None, *, C=None, S=None, **kwargs):
+        r"""The field of `body` (an `effectors.astro.Body`): its `mu`, `radius_equatorial` and name;
+        coefficients `C`, `S` if given (normalised, referred to that radius), else its zonal
+        harmonics $\bar C_{l0} = -J_l/\sqrt{2l+1}$ up to `degree` (default all of `body.J`).
+        Other keywords (`dcm_PN`, `r_PN_N`, `central`, `name`, `order`) as for the constructor."""
+        if not isinstance(body, Body):
+            raise TypeError(
+                f"SphericalHarmonicGravity.from_body: `body` must be an effectors.astro.Body; got "
+                f"{type(body).__name__}."
+            )
+        if C is None:
+            if S is not None:
+                raise ValueError("SphericalHarmonicGravity.from_body: `S` needs `C`.")
+            C = zonal_coefficients(body, degree)
+            degree = None
+        return cls(body, body.radius_equatorial, C, S, degree=degree, **kwargs)
 
     def field(self, t, x_N):
         dcm = evaluate(self.dcm_PN, t)
@@ -259,7 +319,7 @@ def gravity_bodies(cls: str, gravity) -> tuple:
         if not isinstance(b, AbstractGravityBody):
             raise TypeError(
                 f"{cls}: `gravity[{i}]` must be a gravity body (PointMassGravity, "
-                f"SphericalHarmonicGravity); got {type(b).__name__}."
+                f"SphericalHarmonicGravity, ThirdBodyGravity); got {type(b).__name__}."
             )
     check_unique_names(cls, "gravity", [b.name for b in gravity])
     central = [b.name for b in gravity if b.central]
@@ -282,6 +342,11 @@ def gravity_at(bodies, t, r_CN_N):
     g = jnp.zeros(3)
     U = jnp.zeros(())
     for b in bodies:
+        if b.includes_indirect:
+            # Direct and indirect terms together, relative to the integration origin.
+            g_b, U_b = b.field_relative(t, r_CN_N, b.position(t) - r_origin)
+            g, U = g + g_b, U + U_b
+            continue
         x = r_abs - b.position(t)
         g = g + b.field(t, x)
         U = U + b.potential(t, x)
