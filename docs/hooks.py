@@ -1,12 +1,10 @@
 """MkDocs hook: adds the notebooks of `notebooks/` to the site as `notebooks/<name>.ipynb`.
 
-Each notebook is taken from `$JAXSIM_EXECUTED_NOTEBOOKS/<name>.ipynb` when that file exists (the
-executed copy with its outputs, written by `tests/test_notebooks.py` when the variable is set), else
-from `notebooks/` as committed. mkdocs-jupyter renders them without executing them. This file is
-excluded from the site (`exclude_docs` in mkdocs.yml).
+The notebooks are committed with their outputs (refreshed by `docs/execute_notebooks.py`, checked
+fresh by `tests/test_notebooks.py`); mkdocs-jupyter renders them as committed, without executing
+them. This file is excluded from the site (`exclude_docs` in mkdocs.yml).
 """
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,18 +14,12 @@ from mkdocs.structure.files import File
 
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = "JAXSIM_EXECUTED_NOTEBOOKS"
 _STAGES = []  # staging folders of this process's builds, removed after each build
 
 
 def notebook_sources() -> dict[str, Path]:
-    """`{name: path}` of the notebook each page is rendered from (executed copy if present)."""
-    executed = Path(os.environ[ENV]) if os.environ.get(ENV) else None
-    sources = {}
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        copy = executed / path.name if executed is not None else None
-        sources[path.name] = copy if copy is not None and copy.is_file() else path
-    return sources
+    """`{name: path}` of the notebooks the pages are rendered from."""
+    return {path.name: path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))}
 
 
 # Before the plugins' on_files (priority 0), so that mkdocs-jupyter sees the notebooks. The
