@@ -1,7 +1,10 @@
 """The main job: propagate the `combined` benchmark spacecraft for one orbit and plot it.
 
-Run `python -m effectors.demo` (or the `jaxsim-demo` script). Prints the final state, energy and
-momentum drift, compile and run times, and writes `jaxsim_demo.png` (override with `--out`).
+Run `jaxsim-demo` (or `python -m effectors.demo`). Prints the final state, energy and momentum
+drift, compile and run times, and writes `jaxsim_demo.png` (override with `--out`). The figure
+needs matplotlib (the `plot` extra); without it the demo prints the run, says how to get the
+figure, and exits 0. The arguments are defined in `_jaxsim_cli.demo_parser`, which `jaxsim-demo`
+parses before JAX is imported.
 """
 
 import argparse
@@ -69,12 +72,26 @@ def demo_figure(sol, *, wheels: str = "rw"):
     return fig
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default="jaxsim_demo.png", help="PNG file to write")
-    parser.add_argument("--orbits", type=float, default=1.0, help="number of orbits (5830 s each)")
-    parser.add_argument("--hub-only", action="store_true", help="leave out wheels and panels")
-    args = parser.parse_args(argv)
+PLOT_HINT = "pip install 'jaxsim-spacecraft[plot]'"  # the extra that brings matplotlib
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m effectors.demo [--out PNG] [--orbits N] [--hub-only] [--no-plot]`."""
+    from _jaxsim_cli import demo_parser
+
+    return run(demo_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo for parsed arguments (`_jaxsim_cli.demo_parser`); returns the exit status 0.
+    Without matplotlib the figure is skipped with a note naming the `plot` extra."""
+    plot = not args.no_plot
+    if plot:
+        try:
+            import matplotlib
+        except ImportError:
+            plot = False
+            print(f"note: matplotlib is not installed, so no figure will be written ({PLOT_HINT})")
 
     import jaxsim as js
     from effectors.scenarios import combined
@@ -83,7 +100,8 @@ def main(argv=None):
     dt, sample = p["step_s"], p["sample_interval_s"]
     t1 = round(args.orbits * p["duration_s"] / sample) * sample
     print(
-        f"jaxsim {js.__version__} on {jax.devices()[0].platform}, float64={jax.config.jax_enable_x64}"
+        f"jaxsim-spacecraft {js.__version__} on {jax.devices()[0].platform}, "
+        f"float64={jax.config.jax_enable_x64}"
     )
     names = [e.name for e in sc.state_effectors + sc.dynamic_effectors]
     print(f"spacecraft 'combined': hub + {names} + point-mass Earth; RK4 at {dt} s, {t1:.0f} s")
@@ -117,14 +135,16 @@ def main(argv=None):
     print("  (rotational quantities change through the gravity-gradient and external torques,")
     print("   the motor work and the panel dampers; the orbital ones are invariants here)")
 
-    import matplotlib
-
+    if not plot:
+        if not args.no_plot:
+            print(f"figure skipped: matplotlib is not installed ({PLOT_HINT}, then run again)")
+        return 0
     matplotlib.use("Agg")
-
     fig = demo_figure(sol)
     fig.savefig(args.out, dpi=110)
     print(f"wrote {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
