@@ -120,6 +120,7 @@ def body_context(ctx: HubContext, r_OB_B, rDot_OB_B, dcm_SB, omega_SN_B, mass, c
         v_CN_N=v_ON_N + mv3(dcm_NS, cDot),
         g_N=ctx.g_N,
         g_B=mv3(dcm_SN, ctx.g_N),
+        supply=ctx.supply,
     )
 
 

@@ -348,6 +348,11 @@ class FuelTank(AbstractStateEffector):
       to round-off, burns that start and stop mid-run included. Only for fixed-step `RK4` (the
       auxiliary states assume its tableau). The leak is not lagged (Basilisk reads it at the
       current evaluation).
+    - `starve_thrusters`: the thrusters this tank feeds stop while it is empty (default True): a
+      `Thrusters` set's thrust factor, and a `ThrusterStateEffector`'s commanded firing state,
+      are multiplied by $[m_f > 0]$ (a set fed by several starving tanks stops when any of them is
+      empty). False: Basilisk's behaviour (its thrusters do not read their tank: an empty tank
+      stops draining but the thrusters keep their thrust), for cross-validation.
     - `name`: key of the state `{"mass": ()}` and of the outputs.
 
     **Outputs** (under `name`): `fuelMass` [kg], `fuelMassDot` [kg/s] (Basilisk's `FuelTankMsg`),
@@ -355,8 +360,9 @@ class FuelTank(AbstractStateEffector):
 
     **Assumptions and limitations:** the fuel moves with the tank (no slosh: Basilisk's attached
     fuel-slosh particles, which share the depletion, are not modelled); the fuel mass is clamped at
-    0 (the flow stops when the tank is empty; the RK step in which it empties is not split); the
-    thrust of a thruster does not depend on its tanks (no blow-down).
+    0 (the flow, and with `starve_thrusters` the thrust, stops when the tank is empty; the RK step
+    in which it empties is not split, so the cut-off is resolved to that step); no blow-down (the
+    thrust does not depend on the tank's pressure).
 
     **Reference:** Basilisk `FuelTank` (`fuelTank.h/.cpp` and its documentation
     `Basilisk-FUELTANK-20171203`); Panicucci, Allard & Schaub, JAS 65, 2018.
@@ -369,6 +375,7 @@ class FuelTank(AbstractStateEffector):
     thrusters: tuple = eqx.field(static=True)
     update_only: bool = eqx.field(static=True)
     basilisk_lag: bool = eqx.field(static=True)
+    starve_thrusters: bool = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
     def __init__(
@@ -381,6 +388,7 @@ class FuelTank(AbstractStateEffector):
         leak_rate=0.0,
         update_only=True,
         basilisk_lag=False,
+        starve_thrusters=True,
         name: str = "tank",
     ):
         cls = "FuelTank"
@@ -416,6 +424,9 @@ class FuelTank(AbstractStateEffector):
         if not isinstance(basilisk_lag, bool):
             raise ValueError(f"{cls}: `basilisk_lag` must be a bool; got {basilisk_lag!r}.")
         self.basilisk_lag = basilisk_lag
+        if not isinstance(starve_thrusters, bool):
+            raise ValueError(f"{cls}: `starve_thrusters` must be a bool; got {starve_thrusters!r}.")
+        self.starve_thrusters = starve_thrusters
         self.name = check_name(cls, "name", name)
 
     # The commands read from `args[name]` (checked by `simulate`).
@@ -468,6 +479,11 @@ class FuelTank(AbstractStateEffector):
         elif flow_prev is not None:
             raise ValueError(f"{cls}: `flow_prev` needs `basilisk_lag=True`.")
         return x
+
+    def supplies(self, x):
+        """Whether the tank can feed its thrusters (`x["mass"] > 0`), or None when it does not
+        starve them (`starve_thrusters=False`); read by `Spacecraft` (`MassContext.supply`)."""
+        return x["mass"] > 0.0 if self.starve_thrusters else None
 
     def check_solver(self, solver, dt) -> None:
         if self.basilisk_lag:

@@ -86,6 +86,26 @@ def _mass_flow_sources(sc) -> dict:
     return out
 
 
+def _supply(sc, y):
+    """`{name: 1.0 or 0.0}`: whether the effectors named by a supplying state effector (one with
+    `supplies(x)`, e.g. a `FuelTank` that starves its thrusters when empty) have propellant; an
+    effector fed by several supplying tanks starves when any of them is empty. None if no state
+    effector supplies."""
+    ok = {}
+    for e in sc.state_effectors:
+        supplies = getattr(e, "supplies", None)
+        if not callable(supplies) or e.name not in y:
+            continue
+        has = supplies(y[e.name])
+        if has is None:
+            continue
+        for n in getattr(e, "reads_mass_flows", ()):
+            ok[n] = has if n not in ok else ok[n] & has
+    if not ok:
+        return None
+    return {n: jnp.where(v, 1.0, 0.0) for n, v in ok.items()}
+
+
 def _check_mass_flows(cls, sc) -> None:
     """Each name in a state effector's `reads_mass_flows` is an effector of `sc` (or one attached
     to them) with a `mass_flow(mctx)` method."""
@@ -235,12 +255,13 @@ class Spacecraft(AbstractDynamicObject):
     def _mass_context(self, t, args, y) -> MassContext:
         """The `MassContext` of the state effectors: time, commands, states, and the mass flows
         [kg/s] of the effectors they drain (each evaluated once, from the same time and states)."""
-        mctx = MassContext(t, args, y)
+        supply = _supply(self, y)
+        mctx = MassContext(t, args, y, supply=supply)
         sources = _mass_flow_sources(self)
         if not sources:
             return mctx
         flows = {n: jnp.asarray(e.mass_flow(mctx), dtype=float) for n, e in sources.items()}
-        return MassContext(t, args, y, flows)
+        return MassContext(t, args, y, flows, supply)
 
     def _mass_props(self, mctx: MassContext, y) -> MassProps:
         mp = self.hub.mass_props()
@@ -301,6 +322,7 @@ class Spacecraft(AbstractDynamicObject):
             g_B=mv3(dcm_BN, g_N),
             states=y,
             mass_flows=mctx.mass_flows,
+            supply=mctx.supply,
         )
 
     # ----------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from ._thrusters import (
     on_time_command_state,
     thruster_loads,
 )
-from ._types import BackSub, Contribution, HubContext, MassContext
+from ._types import BackSub, Contribution, HubContext, MassContext, supplied
 
 
 class ThrusterStateEffector(AbstractStateEffector):
@@ -36,7 +36,7 @@ class ThrusterStateEffector(AbstractStateEffector):
     the force through $B$ and the torque $\sum_i \mathbf r_{T_i/B}\times\mathbf F_i + \kappa_i\tau_{s,i}
     \hat{\mathbf t}_i$ (plus the exhaust terms of `thruster_loads` with `depletion_loads`), entering
     the hub equations as back-substitution vectors $\mathbf v_{trans}$, $\mathbf v_{rot}$. $s_i$ is the
-    firing state of the on-time command (Basilisk's rule, `effectors._thrusters`): from
+    firing state of the on-time command (Basilisk's rule, as for `Thrusters`): from
     `commands` (an `OnTimeSchedule`) and from flight software writing `args[name]["on_time"]`,
     `["on_time_start"]` (e.g. `OnTimeFSW`), summed and clipped to $[0, 1]$.
 
@@ -232,7 +232,10 @@ class ThrusterStateEffector(AbstractStateEffector):
         _, F, tau, _ = self._loads(x, ctx)
         z33 = jnp.zeros((3, 3))
         bs = BackSub(z33, z33, z33, z33, F, tau)
-        kdot = self.cutoff_frequency * (self.firing(ctx.t, ctx.args) - x["kappa"])
+        # A starved set (its tank empty, `FuelTank(starve_thrusters=True)`) shuts down: the
+        # commanded firing state drops to 0 and the thrust factor decays as after a command end.
+        s = self.firing(ctx.t, ctx.args) * supplied(ctx, self.name)
+        kdot = self.cutoff_frequency * (s - x["kappa"])
 
         def derivative(rDDot_BN_B, omegaDot_BN_B):
             dx = {"kappa": kdot}

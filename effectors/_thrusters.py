@@ -60,7 +60,7 @@ from jaxsim.validation import (
 )
 
 from ._effector import AbstractDynamicEffector
-from ._types import ForceTorque, HubContext, MassContext
+from ._types import ForceTorque, HubContext, MassContext, supplied
 
 
 # Standard gravity [m/s^2] in the rocket equation mdot = F / (Isp g0) (CGPM 1901, exact; Basilisk's
@@ -380,12 +380,13 @@ class Thrusters(AbstractDynamicEffector):
 
     def throttle_at(self, ctx: HubContext | MassContext):
         """Thrust factor $u\\in[0,1]$ per thruster, shape `(n,)`: signal/constant plus the commands
-        (throttle, on-time firing state), clipped."""
+        (throttle, on-time firing state), clipped; 0 while a starving tank that feeds the set is
+        empty (`FuelTank(starve_thrusters=True)`, the default)."""
         u = jnp.broadcast_to(evaluate(self.throttle, ctx.t), (self.n,))
         cmd = ctx.args.get(self.name, {}) if isinstance(ctx.args, dict) else {}
         u = u + jnp.broadcast_to(jnp.asarray(cmd.get("throttle", 0.0)), (self.n,))
         u = u + on_time_command_state(self.name, ctx.args, self.n, ctx.t)
-        return jnp.clip(u, 0.0, 1.0)
+        return jnp.clip(u, 0.0, 1.0) * supplied(ctx, self.name)
 
     def mass_flow(self, mctx: MassContext) -> Float[Array, " n"]:
         r"""Mass flow per thruster $\dot m_i = u_i F_{\max,i}/(I_{sp,i} g_0)$ [kg/s], shape `(n,)`, $\ge 0$.

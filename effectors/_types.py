@@ -114,13 +114,17 @@ class MassContext(eqx.Module):
       properties);
     - `mass_flows`: `{effector name: mass flow [kg/s]}` of the effectors that state effectors drain
       (e.g. the thrusters named by a `FuelTank`), each evaluated once by `Spacecraft` from the same
-      `t`, `args` and `states` (`mass_flow(mctx)`); `None` outside a spacecraft.
+      `t`, `args` and `states` (`mass_flow(mctx)`); `None` outside a spacecraft;
+    - `supply`: `{effector name: 1.0 or 0.0}` for the effectors whose propellant a state effector
+      supplies (`supplies(x)`, e.g. the thrusters fed by a `FuelTank`): 0 while a supplying tank
+      is empty (the effector starves); `None`, or a name absent, means supplied.
     """
 
     t: Any
     args: Any = None
     states: Any = None
     mass_flows: Any = None
+    supply: Any = None
 
 
 class Contribution(NamedTuple):
@@ -157,7 +161,7 @@ class HubContext(eqx.Module):
       when built outside `Spacecraft.context`), so that an effector can read another effector's
       state by name (e.g. `Drag` reads the density-correction noise state; see `reads_states`);
     - `mass_flows`: the `MassContext.mass_flows` the mass properties were computed with (`None`
-      when built outside `Spacecraft.context`).
+      when built outside `Spacecraft.context`); `supply`: the `MassContext.supply`.
     """
 
     t: Any
@@ -182,6 +186,7 @@ class HubContext(eqx.Module):
     g_B: Array
     states: Any = None
     mass_flows: Any = None
+    supply: Any = None
 
     @property
     def dcm_NB(self):
@@ -194,3 +199,13 @@ class HubContext(eqx.Module):
         return self.ISC_B - self.m_sc * (
             (c[0] ** 2 + c[1] ** 2 + c[2] ** 2) * jnp.eye(3) - c[:, None] * c[None, :]
         )
+
+
+def supplied(ctx, name):
+    """The supply factor (1.0 or 0.0) of effector `name` in a `MassContext` or `HubContext`: 0.0
+    while a tank that supplies it and starves it is empty, 1.0 otherwise (also outside a
+    spacecraft)."""
+    supply = getattr(ctx, "supply", None)
+    if supply is None or name not in supply:
+        return 1.0
+    return supply[name]
