@@ -5,8 +5,9 @@ Basilisk to round-off, which float32 cannot reach. To use float32 anyway, set
 `jax.config.update("jax_enable_x64", False)` after importing jaxsim (tolerances then do not hold).
 
 Importing it also sets up jaxsim's cache folder in the user's cache directory (JAX's persistent
-compilation cache and compiled simulation programs, so that a restart does not compile again;
-`jaxsim._cache`). `JAXSIM_CACHE=0` turns it off, `JAXSIM_CACHE_DIR` moves it.
+compilation cache and compiled simulation programs, so that a restart does not compile again:
+`jaxsim.cache_dir()`, guide "Events, clocks and discontinuities"). `JAXSIM_CACHE=0` turns it off,
+`JAXSIM_CACHE_DIR` moves it, `jaxsim.disable_cache()` turns it off in a running process.
 """
 
 import jax

@@ -131,7 +131,12 @@ def _models_as_traced(tree):
 
 
 def jit(fun):
-    """`equinox.filter_jit` with jaxsim's compile options (module docstring of `jaxsim._compile`).
+    """`equinox.filter_jit` with jaxsim's compile options (`jaxsim.compiler_options()`).
+
+    On the CPU those are XLA's classic loop emitters (about 40 % less compile time for the hundreds
+    of tiny kernels of a spacecraft model) and no YNNPACK fusions (vmapped batches of 128 members or
+    more ran 3-6x faster per member-step without them); `JAXSIM_XLA_DEFAULTS=1`, set before the
+    first compile, uses XLA's defaults instead.
 
     Use it instead of `jax.jit`/`eqx.filter_jit` for your own functions that run simulations, such
     as a gradient, `jaxsim.jit(jax.grad(loss))`: the outermost jit decides how everything inside it

@@ -37,8 +37,8 @@ class AbstractSolver(eqx.Module):
     """Base class of jaxsim solver choices.
 
     The kind of a solver is a property of its class: `adaptive` (needs `rtol`/`atol`, steps chosen
-    by an error controller) and `stochastic` (an SDE scheme); `simulate` reads them once
-    (`jaxsim._route`) to choose the driver.
+    by an error controller) and `stochastic` (an SDE scheme); `simulate` reads them once to choose
+    the driver (guide: "Events, clocks and discontinuities").
     """
 
     adaptive: ClassVar[bool]
@@ -234,8 +234,8 @@ class RK4(AbstractFixedStepSolver):
 class AbstractAdaptiveSolver(AbstractSolver):
     """An embedded Runge-Kutta pair driven by a PID step-size controller (`diffrax.diffeqsolve`).
 
-    `unrolled=True`: `to_diffrax()` gives the pair as an [`AbstractUnrolledERK`][] (stages
-    unrolled at trace time; on the XLA CPU runtime, for a small vector field such as a J2 point
+    `unrolled=True`: `to_diffrax()` gives the pair as jaxsim's own diffrax solver with the stages
+    unrolled at trace time (diffrax's tableau and dense output; on the XLA CPU runtime, for a small vector field such as a J2 point
     mass, Dopri8 steps are 3-5x and Tsit5 steps 1.3-1.6x cheaper than with diffrax's stage loop; the
     gain shrinks as the vector field's own cost grows, and compilation takes longer since the
     vector field is traced and compiled once per stage). `unrolled=False`: diffrax's own solver
@@ -424,7 +424,7 @@ class UnrolledDopri8(AbstractUnrolledERK):
 
 
 class Tsit5(AbstractAdaptiveSolver):
-    """Tsitouras 5(4) (`diffrax.Tsit5`'s scheme; [`UnrolledTsit5`][] with `unrolled=True`)."""
+    """Tsitouras 5(4) (`diffrax.Tsit5`'s scheme; stages unrolled with `unrolled=True`)."""
 
     unrolled: bool = eqx.field(static=True, default=False)
     _unrolled_cls = UnrolledTsit5
@@ -432,7 +432,7 @@ class Tsit5(AbstractAdaptiveSolver):
 
 
 class Dopri5(AbstractAdaptiveSolver):
-    """Dormand-Prince 5(4) (`diffrax.Dopri5`'s scheme; [`UnrolledDopri5`][] with `unrolled=True`)."""
+    """Dormand-Prince 5(4) (`diffrax.Dopri5`'s scheme; stages unrolled with `unrolled=True`)."""
 
     unrolled: bool = eqx.field(static=True, default=False)
     _unrolled_cls = UnrolledDopri5
@@ -440,8 +440,7 @@ class Dopri5(AbstractAdaptiveSolver):
 
 
 class Dopri8(AbstractAdaptiveSolver):
-    """Prince-Dormand 8(7) (`diffrax.Dopri8`'s scheme; [`UnrolledDopri8`][] unless
-    `unrolled=False`)."""
+    """Prince-Dormand 8(7) (`diffrax.Dopri8`'s scheme; stages unrolled unless `unrolled=False`)."""
 
     _unrolled_cls = UnrolledDopri8
     _diffrax_cls = dfx.Dopri8

@@ -3,7 +3,6 @@
 
 A model on the engine (e.g. `effectors.Spacecraft`) subclasses `AbstractDynamicObject`; `derived`
 overrides use `merge_derived(outputs, energy)` to combine the two dicts recorded at the samples.
-The implementation is `jaxsim._dynamic_object`.
 """
 
 from ._dynamic_object import (

@@ -1,4 +1,8 @@
-"""Public attitude-kinematics functions (MRP, DCM, quaternion, PRV); see `jaxsim._kinematics`."""
+"""Public attitude-kinematics functions (MRP, DCM, quaternion, PRV) and 3x3 linear algebra.
+
+Batched over leading axes; conventions are Basilisk's (Schaub and Junkins, *Analytical
+Mechanics of Space Systems*, 4th ed., AIAA 2018).
+"""
 
 from ._kinematics import (
     cross3 as cross3,
@@ -23,3 +27,28 @@ from ._kinematics import (
     solve3 as solve3,
     tilde as tilde,
 )
+
+
+__all__ = [
+    "cross3",
+    "dcm_to_mrp",
+    "dcm_to_quat",
+    "dot3",
+    "euler_axis_rotation",
+    "inv3",
+    "mm3",
+    "mrp_b_matrix",
+    "mrp_dot",
+    "mrp_shadow",
+    "mrp_switch",
+    "mrp_to_dcm",
+    "mrp_to_quat",
+    "mtv3",
+    "mv3",
+    "outer3",
+    "prv_to_dcm",
+    "quat_to_dcm",
+    "quat_to_mrp",
+    "solve3",
+    "tilde",
+]

@@ -9,8 +9,6 @@
   else `t`.
 - `stage_clock()`: the step interval and stage nodes of the fixed-step stage being evaluated (for
   models that reproduce a reference simulator's per-stage floating-point rule), else None.
-
-The implementations are `jaxsim._signals` and `jaxsim._step_context`.
 """
 
 from ._signals import (

@@ -3,7 +3,6 @@
 Every check raises `ValueError` in the package's form
 ``"<Class>: `<arg>` <expected> [unit]; got <value>."``, naming the class, the argument, its unit and
 the offending value; value checks run only on concrete arrays (tracers pass the shape checks only).
-The implementation is `jaxsim._validation`.
 """
 
 from ._checks import match_tree as match_tree
