@@ -54,3 +54,15 @@ from ._ephemeris import (
     moon_position_analytic as moon_position_analytic,
     sun_position_analytic as sun_position_analytic,
 )
+from ._rotation import (
+    EarthRotation as EarthRotation,
+    IAURotation as IAURotation,
+    earth_rotation_angle as earth_rotation_angle,
+    gmst82 as gmst82,
+    precession76 as precession76,
+)
+from ._time import (
+    J2000_JD_TDB as J2000_JD_TDB,
+    TT_MINUS_TAI as TT_MINUS_TAI,
+    Epoch as Epoch,
+)
