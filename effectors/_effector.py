@@ -59,6 +59,15 @@ class AbstractEffector(eqx.Module):
             units["attached"] = kids
         return units
 
+    # The name of the dimension along which this effector's units lie in its outputs and states
+    # (e.g. "wheel"), shared by all its entries in `jaxsim.results.to_xarray`; None: the
+    # effector's `name`.
+    ELEMENT_DIM = None
+
+    def element_dim(self) -> str:
+        """The dimension of this effector's units in result datasets: `ELEMENT_DIM` or `name`."""
+        return self.ELEMENT_DIM or self.name
+
     # The commands this effector reads from `args[name]`, checked by `simulate` at the call:
     # `{key: shape}` (the value must broadcast to `shape`; None: any shape), a tuple of keys
     # (shapes unknown) or `()` (reads none). None (the default, for effectors that do not declare

@@ -331,6 +331,7 @@ class HingedRigidBodies(KinematicsStateEffector):
         return EnergyMomentum(jnp.sum(H, axis=0), jnp.sum(E))
 
     # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    ELEMENT_DIM = "panel"  # one entry per unit in result datasets
     STATE_UNITS = {"theta": "rad", "thetaDot": "rad/s"}
     OUTPUT_UNITS = {
         "theta": "rad",

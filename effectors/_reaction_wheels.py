@@ -733,6 +733,7 @@ class ReactionWheels(AbstractStateEffector):
         return EnergyMomentum(H, E)
 
     # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    ELEMENT_DIM = "wheel"  # one entry per unit in result datasets
     STATE_UNITS = {
         "Omega": "rad/s",
         "theta": "rad",

@@ -523,6 +523,11 @@ class Spacecraft(AbstractDynamicObject):
                 units[e.name] = u
         return units
 
+    def element_dims(self) -> dict:
+        """`{effector name: its element_dim()}`: the shared dimension of each effector's units
+        (`"wheel"`, `"panel"`, ...) in result datasets."""
+        return {e.name: e.element_dim() for e in self.state_effectors + self.dynamic_effectors}
+
     def state_units(self) -> dict:
         """Units of the state: `{"hub": {...}, <state effector name>: its state_units()}`."""
         units = {_HUB_KEY: dict(_HUB_STATE_UNITS)}

@@ -142,6 +142,7 @@ class SpringMassDampers(KinematicsStateEffector):
         return EnergyMomentum(H, E)
 
     # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    ELEMENT_DIM = "mass"  # one entry per unit in result datasets
     STATE_UNITS = {"rho": "m", "rhoDot": "m/s"}
     OUTPUT_UNITS = {
         "rho": "m",

@@ -98,6 +98,7 @@ class ThrusterStateEffector(AbstractStateEffector):
     basilisk_hold: bool = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
+    ELEMENT_DIM = "thruster"  # one entry per unit in result datasets
     STATE_UNITS = {"kappa": "-", "kappa_held": "-", "kappa_start": "-", "t_start": "s"}
     OUTPUT_UNITS = {
         "kappa": "-",

@@ -72,6 +72,13 @@ class AbstractDynamicObject(eqx.Module):
         array state). Default: none (`{}`)."""
         return {}
 
+    def element_dims(self) -> dict:
+        """Names of per-element dimensions, `{key: dim}`: the entries of `outputs` and of the
+        state under `key` (e.g. `"rw"`) have their first axis that is not a frame component
+        along the shared dimension `dim` (e.g. `"wheel"`) in `jaxsim.results.to_xarray`.
+        Default: none (`{}`)."""
+        return {}
+
     def derived(self, t, y, args) -> dict:
         """`outputs` merged with `energy_momentum` (what `simulate` records at the samples).
 

@@ -18,6 +18,8 @@ Two drivers, one semantics:
 """
 
 import dataclasses
+import functools
+import inspect
 from typing import Any
 
 import diffrax as dfx
@@ -27,7 +29,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _program_cache, _results
+from . import _adaptive_core, _program_cache, _results
 from ._compile import jit as jaxsim_jit
 from ._dynamic_object import AbstractDynamicObject
 from ._host_checks import nonfinite_message, on_host, raise_if_failed
@@ -68,6 +70,9 @@ class Solution(eqx.Module):
       `throw=False`): `max_steps_reached`, `nonfinite_state`, `too_many_events`,
       `event_location_failed`, or another diffrax code. `ok` and `message` read it.
     - `t_final`: the time the run ended [s]: `t1`, a terminal event's time, or where it failed.
+    - `info`: static: what `to_xarray` needs of the run (units, per-effector dimensions, event
+      names, solver settings; a `jaxsim._schema.RunInfo`), attached by `simulate`; None on a
+      hand-made Solution.
     """
 
     ts: jax.Array
@@ -77,6 +82,14 @@ class Solution(eqx.Module):
     stats: dict
     result: Any
     t_final: Any = None
+    info: Any = eqx.field(static=True, default=None)
+
+    def to_xarray(self, **kwargs):
+        """`jaxsim.results.to_xarray(self, **kwargs)`: this run (or `vmap`-batched runs) as an
+        `xarray.Dataset` of the one schema (`jaxsim._schema`); no model needed."""
+        from .results import to_xarray
+
+        return to_xarray(self, **kwargs)
 
     @property
     def ok(self):
@@ -87,6 +100,30 @@ class Solution(eqx.Module):
     def message(self) -> str:
         """The failure's message ("" on success); concrete results only (not under `jit`)."""
         return _results.message(self.result)
+
+
+def _with_info(run):
+    """`simulate` returning its `Solution` with `info` (the run's schema metadata) attached."""
+    solver_default = inspect.signature(run).parameters["solver"].default
+
+    @functools.wraps(run)
+    def simulate(model, y0, t1=None, **kwargs):
+        sol = run(model, y0, t1, **kwargs)
+        if not isinstance(sol, Solution) or sol.info is not None:
+            return sol
+        from ._schema import run_info
+
+        ts = kwargs.get("ts")
+        end = t1 if t1 is not None or ts is None else np.asarray(ts)[-1]
+        dt = kwargs.get("dt", kwargs.get("dt0"))
+        info = run_info(
+            model, solver=kwargs.get("solver", solver_default), dt=dt, rtol=kwargs.get("rtol"),
+            atol=kwargs.get("atol"), t0=kwargs.get("t0", 0.0), t1=end,
+            events=kwargs.get("events", ()),
+        )  # fmt: skip
+        return dataclasses.replace(sol, info=info)
+
+    return simulate
 
 
 def make_stats(

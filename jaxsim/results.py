@@ -9,57 +9,31 @@ from jaxsim.results import to_numpy, to_xarray
 
 res = to_numpy(sol)                  # {"ts", "ys", "outputs", "counts", "stats"}
 np.savez("run.npz", **flatten(res))  # flat "outputs.r_CN_N"-style keys
-ds = to_xarray(sol, model=sc)        # needs xarray (the `notebooks` extra)
-ds["r_CN_N"].sel(time=600.0, component="z"), ds["r_CN_N"].attrs["units"]
+ds = sol.to_xarray()                 # needs xarray (the `notebooks` extra); = to_xarray(sol)
+ds["r_CN_N"].sel(time=600.0, xyz="z"), ds["r_CN_N"].attrs["units"], ds["rw.Omega"].sel(wheel=0)
 ds.to_netcdf("run.nc")               # needs a netCDF engine (scipy: netCDF3)
+to_zarr(sol, "run.zarr")             # Zarr 3, no warnings (needs zarr)
+to_xarray(batch_result)              # a montecarlo.BatchResult: the same names, plus `member`
 ```
 
-Units come from the model (`model_units(model)`: its `output_units()` and `state_units()`, a
-`System` nesting its objects' by name); the engine holds no table of quantity names.
+Runs, batches and campaigns share one schema (names, dimensions, coordinates, units and
+attributes), described in `jaxsim._schema`. Units come from the model (`model_units(model)`: its
+`output_units()` and `state_units()`, a `System` nesting its objects' by name), recorded on the
+`Solution` by `simulate` (`Solution.info`); the engine holds no table of quantity names.
 """
 
-import re
 from typing import Any
 
 import jax
 import numpy as np
 
-from ._dynamic_object import AbstractDynamicObject, System
+from . import _schema
+from ._schema import RunInfo, model_units as model_units
 
 
-__all__ = ["flatten", "model_units", "to_numpy", "to_xarray"]
+__all__ = ["flatten", "model_units", "to_numpy", "to_xarray", "to_zarr"]
 
 _FIELDS = ("ts", "ys", "outputs", "counts", "stats")
-_UNIT_FIELDS = ("outputs", "ys", "counts")
-_COUNT_UNIT = "count"  # step-map counters (e.g. shadow-set switches) are integer counts
-
-
-def model_units(model) -> dict:
-    """A model's units, `{"outputs": ..., "ys": ..., "counts": ...}`, keyed like a `Solution`'s.
-
-    `outputs` is `model.output_units()` and `ys` is `model.state_units()` (see
-    `AbstractDynamicObject`); a `System` nests its objects' under their names, as its state and
-    outputs do. `counts` (step-map counters) are counts.
-    """
-    if isinstance(model, System):
-        parts = {o.name: model_units(o) for o in model.objects}
-        return {kind: {name: u[kind] for name, u in parts.items()} for kind in _UNIT_FIELDS}
-    if not isinstance(model, AbstractDynamicObject):
-        raise TypeError(
-            f"model_units: `model` must be an AbstractDynamicObject; got {type(model).__name__}."
-        )
-    return {"outputs": model.output_units(), "ys": model.state_units(), "counts": _COUNT_UNIT}
-
-
-def _unit_at(units, path):
-    """The unit string at a dotted `path` of a nested units dict (None when unknown)."""
-    for part in path.split(".") if path else ():
-        if isinstance(units, str):
-            break
-        if not isinstance(units, dict) or part not in units:
-            return None
-        units = units[part]
-    return units if isinstance(units, str) else None
 
 
 def _field(sol, name):
@@ -118,105 +92,175 @@ def flatten(res: dict) -> dict[str, np.ndarray]:
     return flat
 
 
-_XYZ = ("x", "y", "z")
-# Dimensions of frame components: a vector's (x, y, z), a matrix's rows and columns.
-_VECTOR_DIMS = ("component", "row", "column")
-# Basilisk's frame-suffix names end in the frame of their components: `r_CN_N`, `omega_BN_B`,
-# `torque_B`, `ISC_PntB_B`, `sigma_BN` (an attitude parameter set of B relative to N).
-_FRAME_SUFFIX = re.compile(r"_[A-Z][A-Za-z]*$")
+def _is_batch_result(obj) -> bool:
+    return all(hasattr(obj, k) for k in ("members", "ok", "params", "outputs", "n_total"))
 
 
-def _trailing_dims(path: str, shape: tuple) -> tuple:
-    """Dimension names of a leaf's per-sample axes. A frame-suffixed name (`_FRAME_SUFFIX`, e.g.
-    `r_CN_N`) with a last axis of 3 gets `component` (x, y, z), a 3 x 3 one `row` and `column`;
-    any other axis `i` is `"<path>_<i>"` (e.g. the wheels of `ys.rw.Omega`)."""
-    dims = [f"{path}_{i}" for i in range(len(shape))]
-    if _FRAME_SUFFIX.search(path.rsplit(".", 1)[-1]):
-        if shape[-2:] == (3, 3):
-            dims[-2:] = ["row", "column"]
-        elif shape[-1:] == (3,):
-            dims[-1] = "component"
-    return tuple(dims)
+def _info_of(sol, model, units) -> RunInfo | None:
+    """The run's `RunInfo`: the Solution's own, with `model`'s or `units`' units when given."""
+    info = _field(sol, "info")
+    if model is not None and units is not None:
+        raise ValueError("to_xarray: give either `model` or `units`, not both.")
+    if units is not None and not isinstance(units, dict):
+        raise TypeError(f"to_xarray: `units` must be a dict; got {type(units).__name__}.")
+    if model is None and units is None:
+        return info
+    base = info if info is not None else RunInfo()
+    if model is not None:
+        fresh = _schema.run_info(model)
+        return RunInfo(fresh.units, fresh.elements, base.events, base.attrs or fresh.attrs)
+    flat = [(p, u) for p, u in _paths(units, "") if isinstance(u, str)]
+    flat = [("counts" if p == "counts" else p, u) for p, u in flat]
+    if not any(p == "counts" for p, _ in flat):
+        flat.append(("counts", _schema.COUNT_UNIT))
+    return RunInfo(tuple(flat), base.elements, base.events, base.attrs)
 
 
-def to_xarray(sol, *, member_dim: str = "member", model=None, units=None):
-    """A `Solution` as an `xarray.Dataset` indexed by sample time.
+def _solution_fields(sol) -> dict:
+    """A Solution's (or a dict's) fields as numpy, as the schema reads them."""
+    d = to_numpy(sol)
+    t_final = _field(sol, "t_final")
+    if t_final is not None:
+        d["t_final"] = np.asarray(t_final)
+    result = _field(sol, "result")
+    if result is not None:
+        d["result"] = np.asarray(getattr(result, "_value", result))
+    events = _field(sol, "events")
+    if events is not None:
+        d["events"] = {k: np.asarray(getattr(events, k, None) if not isinstance(events, dict)
+                                     else events.get(k)) for k in ("t", "index", "count")}  # fmt: skip
+    return d
+
+
+def to_xarray(obj, *, member_dim: str = "member", model=None, units=None, epoch=None):
+    """A run, a batch of runs or a `montecarlo.BatchResult` as an `xarray.Dataset` of the one
+    schema of runs, batches and campaigns (`jaxsim._schema`).
 
     **Arguments:**
 
-    - `sol`: a `Solution` (or `to_numpy` dict). A batched solution (`ts` of shape `(batch, n)`,
-      all members sampled at the same times) gets a leading dimension `member_dim`.
-    - `member_dim`: name of the batch dimension.
-    - `model`: the model that was simulated; its units (`model_units(model)`) become the
-      variables' `attrs["units"]`. None: counters carry `"count"`, other variables no units.
-    - `units`: instead of `model`, a dict `{"outputs": ..., "ys": ..., "counts": ...}` of nested
-      units keyed like the solution's fields.
+    - `obj`: a `Solution` (also `Solution.to_xarray()`), a batched one (from `jax.vmap` over
+      `simulate`: `ts` of shape `(batch, n)`, all members sampled at the same times; leading
+      dimension `member_dim`), a `to_numpy` dict, or a `montecarlo.BatchResult` (dimension
+      `member`, coordinate: the member indices; variables `ok`, `result`, `params.<name>` and
+      the member outputs).
+    - `member_dim`: name of the batch dimension of a `vmap`-batched Solution.
+    - `model`: the model that was simulated, to take units and element dimensions from it
+      instead of from `Solution.info` (a hand-made Solution has none); `units`: instead, a
+      dict `{"outputs": ..., "ys": ..., "counts": ...}` of nested units.
+    - `epoch`: the calendar date of $t = 0$ (a `datetime.datetime` or an ISO 8601 string),
+      recorded as the attribute `epoch`.
 
-    **Returns:** a Dataset with coordinate `time` [s] and one variable per leaf: outputs under their
-    own names (`"r_CN_N"`, nested effector outputs as `"gravity_gradient.torque_B"`), states as
-    `"ys.<path>"` (`"ys.hub.sigma_BN"`, or `"ys"` for an array state), step-map counters as
-    `"counts.<path>"`. The frame components of vectors and matrices named by Basilisk's frame-suffix
-    convention (`r_CN_N`, `omega_BN_B`, `gravity_gradient.torque_B`, `sigma_BN`) lie along
-    dimension `component` (coordinate `["x", "y", "z"]`), or `row` and `column` for a 3 x 3 matrix
-    (`ISC_PntB_B`); other per-sample axes are named `"<variable>_<i>"` (`ys.rw.Omega_0`: the
-    wheels). Variables whose unit the model gives carry `attrs["units"]`; `time` is in s. Final
-    `stats` become Dataset attributes when scalar. `ds.to_netcdf(path)` writes the Dataset (with
-    scipy installed, as netCDF3; see the `notebooks` extra).
+    **Returns:** a Dataset with coordinate `time` [s] and one variable per leaf: outputs under
+    their own names (`"r_CN_N"`, `"rw.Omega"`), states as `"ys.<path>"` (`"ys.hub.sigma_BN"`),
+    counters as `"counts.<path>"`, statistics as `"stats.<key>"`, `t_final`, `result`, events
+    as `event.time`, `event.kind`, `event.index` (dimension `event`). Frame vectors lie along
+    `xyz` (`x`, `y`, `z`), MRP sets along `mrp` (`s1`, `s2`, `s3`), 3 x 3 matrices along `row`
+    and `column`; an effector's units along its shared dimension (`wheel`, `panel`, ...;
+    coordinate `0 .. n-1`). Variables carry `units`; the Dataset the run's settings (`solver`,
+    `dt`, `rtol`, `atol`, `t0`, `t1`), `jaxsim_version`, `schema` and `epoch` when given.
+    `ds.to_netcdf(path)` (with scipy: netCDF3) and `to_zarr(ds, path)` write it.
 
     **Raises:** `ImportError` when xarray is missing (install `jaxsim[notebooks]`).
     """
-    try:
-        import xarray as xr
-    except ImportError as err:
-        raise ImportError(
-            "to_xarray needs xarray, which is not installed; install it with "
-            "`pip install 'jaxsim[notebooks]'` (the `notebooks` extra) or `pip install xarray`."
-        ) from err
-
-    if model is not None and units is not None:
-        raise ValueError("to_xarray: give either `model` or `units`, not both.")
-    if model is not None:
-        units = model_units(model)
-    elif units is None:
-        units = {"counts": _COUNT_UNIT}
-    elif not isinstance(units, dict):
-        raise TypeError(f"to_xarray: `units` must be a dict; got {type(units).__name__}.")
-    res = to_numpy(sol)
-    ts = res["ts"]
-    if ts.ndim == 1:
-        lead, time = ("time",), ts
-    elif ts.ndim == 2:
-        if not np.array_equal(ts, np.broadcast_to(ts[:1], ts.shape)):
-            raise ValueError(
-                "to_xarray: the members of a batched solution must share their sample times; "
-                f"got `ts` of shape {ts.shape} with differing rows."
-            )
-        lead, time = (member_dim, "time"), ts[0]
-    else:
+    where = "to_xarray"
+    _schema.require_xarray(where)
+    if _is_batch_result(obj):
+        if model is not None or units is not None:
+            raise ValueError("to_xarray: `model` and `units` apply to Solutions, not BatchResults.")
+        return _batch_dataset(obj, epoch)
+    if not isinstance(obj, dict) and not hasattr(obj, "ts"):
+        raise TypeError(
+            f"to_xarray: expected a jaxsim Solution, a dict or a montecarlo.BatchResult; got "
+            f"{type(obj).__name__}."
+        )
+    info = _info_of(obj, model, units)
+    d = _solution_fields(obj)
+    ts = d["ts"]
+    if ts.ndim not in (1, 2):
         raise ValueError(f"to_xarray: `ts` must have 1 or 2 dimensions; got shape {ts.shape}.")
-
-    leaves = [
-        (path, a, _unit_at(units.get("outputs"), path)) for path, a in _paths(res["outputs"], "")
-    ]
-    for name in ("ys", "counts"):
-        leaves += [(path, a, _unit_at(units.get(name), path[len(name) + 1 :]))
-                   for path, a in _paths(res[name], name)]  # fmt: skip
-    data_vars = {}
-    for path, a, unit in leaves:
-        a = np.asarray(a)
-        if a.shape[: len(lead)] != ts.shape:
+    lead = ts.ndim - 1
+    time = _schema._time_rows(ts, lead, where)
+    cols = _schema.solution_columns(d, info, "", lead)
+    for name, a, dims, _ in cols:
+        timed = dims[:1] == ["time"] and (a.ndim <= lead or a.shape[lead] != ts.shape[-1])
+        if a.shape[:lead] != ts.shape[:lead] or timed:
             raise ValueError(
-                f"to_xarray: `{path}` has shape {a.shape}, which does not start with the sample "
+                f"to_xarray: `{name}` has shape {a.shape}, which does not start with the sample "
                 f"shape {ts.shape}."
             )
-        dims = lead + _trailing_dims(path, a.shape[len(lead) :])
-        data_vars[path] = xr.Variable(dims, a, attrs={"units": unit} if unit else {})
-    attrs = {}
-    for key, value in res["stats"].items():
-        value = np.asarray(value) if not isinstance(value, dict) else None
-        if value is not None and value.ndim == 0:
-            attrs[key] = value.item()
-    coords = {"time": xr.Variable(("time",), time, attrs={"units": "s"})}
-    used = {d for v in data_vars.values() for d in v.dims}
-    coords.update({d: xr.Variable((d,), list(_XYZ)) for d in _VECTOR_DIMS if d in used})
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+    lead_dims = (member_dim,) if lead else ()
+    return _schema.build(
+        cols, lead_dims, time=time, attrs=_schema.run_attrs(info, epoch), where=where
+    )
+
+
+def _batch_dataset(res, epoch):
+    """The Dataset of a `montecarlo.BatchResult` (see `to_xarray`)."""
+    where = "to_xarray"
+    infos = dict(getattr(res, "schema", ()) or ())
+    outputs = jax.tree.map(np.asarray, res.outputs) if res.outputs is not None else {}
+    cols, time, found = [], None, []
+
+    def walk(tree, path):
+        if _schema.is_solution_dict(tree) or path in infos:
+            found.append(path)
+            return
+        if isinstance(tree, dict):
+            for k, v in tree.items():
+                walk(v, f"{path}/{k}" if path else k)
+
+    walk(outputs, "")
+    for path in found:
+        tree = outputs
+        for part in path.split("/") if path else ():
+            tree = tree[part]
+        d = dict(tree)
+        ts = np.asarray(d.pop("ts"))
+        rows = _schema._time_rows(ts, 1, where)
+        if time is not None and not np.array_equal(rows, time, equal_nan=True):
+            raise ValueError(f"{where}: the Solutions in the outputs differ in their sample times.")
+        time = rows
+        cols += _schema.solution_columns(d, infos.get(path), path.replace("/", "."), 1)
+    solution_paths = set(found)
+
+    def others(tree, path):
+        if any(path == p or path.startswith(p + "/") for p in solution_paths if p) or (
+            path == "" and "" in solution_paths
+        ):
+            return
+        if isinstance(tree, dict):
+            for k, v in tree.items():
+                others(v, f"{path}/{k}" if path else k)
+            return
+        name = path.replace("/", ".") or "value"
+        a = np.asarray(tree)
+        cols.append((name, a, _schema.trailing_dims(name, a.shape[1:], None), {}))
+
+    others(outputs, "")
+    param_units = {k.replace("/", "."): u for k, u in getattr(res, "units", ()) or ()}
+    for path, a in _paths(jax.tree.map(np.asarray, res.params or {}), "params"):
+        a, unit = np.asarray(a), param_units.get(path)
+        attrs = {"units": unit} if unit else {}
+        cols.append((path, a, _schema.trailing_dims(path, a.shape[1:], None), attrs))
+    cols.append(("ok", np.asarray(res.ok), [], {}))
+    cols.append(("result", np.asarray(res.result, np.int32), [], {"units": _schema.CODE_UNIT}))
+    members = np.asarray(res.members)
+    xr = _schema.require_xarray(where)
+    coords = {"member": xr.Variable(("member",), members)}
+    info = next(iter(infos.values()), None)
+    attrs = _schema.run_attrs(info, epoch)
+    attrs.update({"n_total": int(res.n_total), "complete": int(bool(res.complete))})
+    return _schema.build(cols, ("member",), time=time, coords=coords, attrs=attrs, where=where)
+
+
+def to_zarr(obj, path, **kwargs):
+    """Write a run, a batch or a Dataset (`to_xarray(obj)` unless it is one) to a Zarr 3 store
+    at `path` (replacing it), without consolidated metadata (not part of the Zarr 3
+    specification); string labels are variable-length UTF-8 strings, which Zarr 3 specifies.
+    `kwargs` go to `xarray.Dataset.to_zarr`. Needs zarr (the `campaign` extra). Returns the
+    Dataset written."""
+    xr = _schema.require_xarray("to_zarr")
+    ds = obj if isinstance(obj, xr.Dataset) else to_xarray(obj)
+    kwargs = {"mode": "w", "consolidated": False, "zarr_format": 3, **kwargs}
+    ds.to_zarr(path, **kwargs)
+    return ds

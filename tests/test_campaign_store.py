@@ -54,17 +54,26 @@ def campaign(tmp_path_factory):
 def test_open_campaign_is_lazy_and_labelled(campaign, tmp_path):
     d, res = campaign
     ds = mc.open_campaign(d)
-    x = ds["outputs.outputs.x"]
+    x = ds["x"]
     assert not x.variable._in_memory, "opened eagerly"
-    assert x.dims == ("member", "time") and ds["outputs.ys"].dims == ("member", "time", "component")
-    assert ds["outputs.stats.num_steps"].dims == ("member",)
-    assert x.attrs["path"] == "outputs/outputs/x" and ds["outputs.ts"].attrs["units"] == "s"
-    assert ds.sizes == {"member": 10, "time": 5, "component": 2}
+    # The schema of runs and batches: outputs by name, the array state `ys` with a numbered axis.
+    assert x.dims == ("member", "time") and ds["ys"].dims == ("member", "time", "ys_0")
+    assert ds["stats.num_steps"].dims == ("member",)
+    assert x.attrs["path"] == "outputs/outputs/x" and ds["time"].attrs["units"] == "s"
+    assert ds.sizes == {"member": 10, "time": 5, "ys_0": 2}
     np.testing.assert_array_equal(ds["member"], np.arange(10))
     assert ds["committed"].values.all()
     loaded = mc.load_campaign(d)
+    np.testing.assert_array_equal(ds["time"], loaded.outputs["ts"][0])
     np.testing.assert_array_equal(x.values, loaded.outputs["outputs"]["x"])
     np.testing.assert_array_equal(ds["ok"].values, res.ok)
+    # The same names, dimensions and units as the in-memory batch's Dataset.
+    mem = loaded.to_xarray()
+    assert set(mem.data_vars) == set(ds.data_vars) - {"committed"}
+    for name in mem.data_vars:
+        assert ds[name].dims == mem[name].dims, name
+        assert ds[name].attrs.get("units") == mem[name].attrs.get("units"), name
+    assert ds.attrs["solver"] == mem.attrs["solver"] == "RK4" and ds.attrs["dt"] == 0.1
     # Dispersion units; an incomplete campaign: committed chunks only.
     run = lambda **kw: mc.run_campaign(
         oscillator_member, DISP, tmp_path / "p", key=jr.key(1), n=5, chunk_size=2, **kw
@@ -78,9 +87,9 @@ def test_open_campaign_is_lazy_and_labelled(campaign, tmp_path):
     part = run(max_chunks=2, units={"outputs": {"x": "m", "E": "J"}})
     ds = mc.open_campaign(tmp_path / "p")
     assert ds["params.a"].attrs["units"] == "1/s^2" and ds["params.x0"].attrs["units"] == "m"
-    assert ds["outputs.outputs.x"].attrs["units"] == "m"
-    assert ds["outputs.outputs.E"].attrs["units"] == "J"
-    assert "units" not in ds["outputs.ys"].attrs
+    assert ds["x"].attrs["units"] == "m"
+    assert ds["E"].attrs["units"] == "J"
+    assert "units" not in ds["ys"].attrs
     np.testing.assert_array_equal(ds["committed"], [True] * 4 + [False])
     np.testing.assert_array_equal(ds["params.a"].values[:4], part.params["a"])
 

@@ -2,6 +2,7 @@
 plots (`effectors.plotting`): structure, data equality with the solution, units from the model,
 figure contents (axes, lines, bands; not images), import hygiene."""
 
+import dataclasses
 import subprocess
 import sys
 
@@ -122,33 +123,40 @@ def test_to_xarray_dataset(sol):
     np.testing.assert_array_equal(ds["time"].values, sol.ts)
     assert ds["time"].attrs["units"] == "s"
     np.testing.assert_array_equal(ds["r_CN_N"].values, sol.outputs["r_CN_N"])
-    assert ds["r_CN_N"].dims == ("time", "component")
+    assert ds["r_CN_N"].dims == ("time", "xyz")
     assert ds["r_CN_N"].attrs["units"] == "m"
     assert ds["ISC_PntB_B"].dims == ("time", "row", "column")
-    # Frame components are labelled x, y, z (vectors and the rows/columns of matrices).
-    for dim in ("component", "row", "column"):
+    # Frame components are labelled x, y, z (vectors and the rows/columns of matrices), MRP
+    # components s1, s2, s3.
+    for dim in ("xyz", "row", "column"):
         assert list(ds[dim].values) == ["x", "y", "z"]
+    assert list(ds["mrp"].values) == ["s1", "s2", "s3"]
     np.testing.assert_array_equal(
-        ds["omega_BN_B"].sel(component="z").values, sol.outputs["omega_BN_B"][:, 2]
+        ds["omega_BN_B"].sel(xyz="z").values, sol.outputs["omega_BN_B"][:, 2]
     )
     np.testing.assert_array_equal(
         ds["ISC_PntB_B"].sel(row="x", column="y").values, sol.outputs["ISC_PntB_B"][:, 0, 1]
     )
-    assert ds["ys.hub.sigma_BN"].dims == ("time", "component")
-    assert ds["gravity_gradient.torque_B"].dims == ("time", "component")
+    assert ds["ys.hub.sigma_BN"].dims == ("time", "mrp")
+    assert ds["gravity_gradient.torque_B"].dims == ("time", "xyz")
     np.testing.assert_array_equal(ds["ys.hub.sigma_BN"].values, sol.ys["hub"]["sigma_BN"])
     np.testing.assert_array_equal(
         ds["gravity_gradient.torque_B"].values, sol.outputs["gravity_gradient"]["torque_B"]
     )
     np.testing.assert_array_equal(ds["counts.mrp_switches"].values, sol.counts["mrp_switches"])
-    assert ds.attrs["num_steps"] == round(T1 / DT)
+    assert int(ds["stats.num_steps"]) == round(T1 / DT)
+    assert ds["stats.num_steps"].attrs["units"] == "count"
+    assert float(ds["t_final"]) == T1 and int(ds["result"]) == 0
     # Units come from the model: hub outputs, energies, states, nested effector outputs, counters.
     assert ds["totRotAngMomPntC_N"].attrs["units"] == "kg m^2/s"
     assert ds["ys.hub.omega_BN_B"].attrs["units"] == "rad/s"
     assert ds["gravity_gradient.torque_B"].attrs["units"] == "N m"
     assert ds["counts.mrp_switches"].attrs["units"] == "count"
-    # Without the model the engine knows no units but the counters'.
-    bare = results.to_xarray(sol)
+    # The Solution carries its units (`Solution.info`): the model is not needed.
+    xr = pytest.importorskip("xarray")
+    xr.testing.assert_identical(sol.to_xarray(), ds)
+    # A hand-made Solution has no info: the engine knows no units but the counters'.
+    bare = results.to_xarray(dataclasses.replace(sol, info=None))
     assert "units" not in bare["r_CN_N"].attrs
     assert bare["counts.mrp_switches"].attrs["units"] == "count"
     # Selection by time works on the coordinate.
@@ -178,7 +186,8 @@ def test_model_units_follow_the_solution_structure(sol):
 def test_to_xarray_batched(batch):
     pytest.importorskip("xarray")
     ds = results.to_xarray(batch, member_dim="run")
-    assert ds["omega_BN_B"].dims == ("run", "time", "component")
+    assert ds["omega_BN_B"].dims == ("run", "time", "xyz")
+    assert ds["omega_BN_B"].attrs["units"] == "rad/s"  # from the batched Solution's info
     assert ds.sizes["run"] == 3 and ds.sizes["time"] == len(batch.ts[0])
     np.testing.assert_array_equal(ds["omega_BN_B"].values, batch.outputs["omega_BN_B"])
     np.testing.assert_array_equal(ds["time"].values, batch.ts[0])
@@ -190,12 +199,12 @@ def test_to_xarray_batched(batch):
 
 def test_to_xarray_component_dims_only_for_frame_vectors():
     """Arrays not named by the frame-suffix convention (the wheels of `Omega`) keep numbered
-    dimensions: three wheels are not x, y, z."""
+    dimensions without a model that names them: three wheels are not x, y, z."""
     pytest.importorskip("xarray")
     s = _wheel_solution(n=5)
     ds = results.to_xarray(s)
     assert ds["ys.rw.Omega"].dims == ("time", "ys.rw.Omega_0")
-    assert ds["ys.hub.omega_BN_B"].dims == ("time", "component")
+    assert ds["ys.hub.omega_BN_B"].dims == ("time", "xyz")
 
 
 def test_to_xarray_to_netcdf_round_trip(sol, tmp_path):
@@ -209,7 +218,8 @@ def test_to_xarray_to_netcdf_round_trip(sol, tmp_path):
     back = xr.load_dataset(path, engine="scipy")
     xr.testing.assert_identical(back, ds)
     assert back["omega_BN_B"].attrs["units"] == "rad/s"
-    assert back.attrs["num_steps"] == round(T1 / DT)
+    assert int(back["stats.num_steps"]) == round(T1 / DT)
+    assert back.attrs["solver"] == "RK4" and back.attrs["dt"] == DT
 
 
 def test_to_xarray_without_xarray_names_the_extra(sol, monkeypatch):

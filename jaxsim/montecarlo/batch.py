@@ -30,7 +30,9 @@ import numpy as np
 
 from .._compile import compiler_options
 from .._results import RESULTS
+from .._schema import RunInfo
 from .dispersions import Dispersions, _check_key, _is_typed_key, _sample_members
+from .distributions import AbstractDistribution
 
 
 if TYPE_CHECKING:
@@ -58,22 +60,30 @@ _CAUSE_CHARS = 500  # longest cause kept per raised member (the first line of th
 # ----------------------------------------------------------------------------------------------
 
 
-def _normalize(tree, results: list):
+def _normalize(tree, results: list, infos: list | None = None, path: str = ""):
     """Nested dicts of arrays (str keys) from any output pytree; RESULTS items go to `results`.
 
     Equinox modules (e.g. `Solution`) become dicts of their fields, sequences dicts keyed "0", "1",
-    ...; `None` and empty containers are dropped.
+    ...; `None` and empty containers are dropped. The schema metadata of each `Solution`
+    (`Solution.info`) goes to `infos` as `(path, info)`, `path` its `/`-joined keys.
     """
     if isinstance(tree, _RESULT_ITEM):
         results.append(tree)
         return None
+
+    def sub(value, key):
+        return _normalize(value, results, infos, f"{path}{_SEP}{key}" if path else str(key))
+
     if isinstance(tree, dict):
-        items = {str(k): _normalize(v, results) for k, v in tree.items()}
+        items = {str(k): sub(v, k) for k, v in tree.items()}
     elif isinstance(tree, eqx.Module):
+        info = getattr(tree, "info", None)
+        if infos is not None and isinstance(info, RunInfo):
+            infos.append((path, info))
         fields = [f for f in dataclasses.fields(tree) if not f.metadata.get("static", False)]
-        items = {f.name: _normalize(getattr(tree, f.name), results) for f in fields}
+        items = {f.name: sub(getattr(tree, f.name), f.name) for f in fields}
     elif isinstance(tree, list | tuple):
-        items = {str(i): _normalize(v, results) for i, v in enumerate(tree)}
+        items = {str(i): sub(v, i) for i, v in enumerate(tree)}
     elif tree is None or isinstance(tree, str):
         return None
     else:
@@ -131,6 +141,22 @@ def _batch_from_flat(flat: dict, n_total: int, complete: bool, errors=()) -> "Ba
     )
 
 
+def _units(source) -> dict:
+    """`{"params/<path>": unit}` of the dispersions that declare one."""
+    if source.disp is None:
+        return {}
+    leaves = jax.tree_util.tree_flatten_with_path(
+        source.disp.tree, is_leaf=lambda x: isinstance(x, AbstractDistribution)
+    )[0]
+    units = {}
+    for path, leaf in leaves:
+        unit = getattr(leaf, "unit", "")
+        if unit:
+            keys = [str(getattr(p, "key", getattr(p, "idx", p))) for p in path]
+            units[_SEP.join(["params", *keys])] = unit
+    return units
+
+
 def _finite(tree):
     ok = jnp.asarray(True)
     for leaf in jtu.tree_leaves(tree):
@@ -179,6 +205,9 @@ class BatchResult(eqx.Module):
     - `errors`: `((member, cause), ...)` of the members whose program raised at run time (e.g.
       `simulate(..., throw=True)` failing): their `result` is `RAISED` (-1), their outputs NaN
       (integers 0, booleans False) and `ok` False; the other members of their chunk are kept.
+    - `schema`: `((output path, RunInfo), ...)`: the schema metadata of the `Solution`s in the
+      outputs (units, element dimensions, run settings), read by `jaxsim.results.to_xarray`;
+      `units`: `(("params/<name>", unit), ...)`, the dispersions' units.
 
     Arrays are numpy arrays, except with `run_batch(..., to_host=False)` (device arrays).
     """
@@ -191,6 +220,15 @@ class BatchResult(eqx.Module):
     n_total: int = eqx.field(static=True)
     complete: bool = eqx.field(static=True)
     errors: tuple = eqx.field(static=True, default=())
+    schema: tuple = eqx.field(static=True, default=())
+    units: tuple = eqx.field(static=True, default=())
+
+    def to_xarray(self, **kwargs):
+        """`jaxsim.results.to_xarray(self, **kwargs)`: the batch as an `xarray.Dataset` of the
+        schema of runs, batches and campaigns (dimension `member`)."""
+        from ..results import to_xarray
+
+        return to_xarray(self, **kwargs)
 
     @property
     def n_ok(self) -> int:
@@ -364,20 +402,25 @@ _SAMPLERS: dict = {}
 
 
 def _compile(fn, sharding):
-    """`jit(vmap(member))(params) -> (params, outputs, result, finite)`."""
+    """`(jit(vmap(member)), schema)`: `(params) -> (params, outputs, result, finite)`, and a dict
+    whose `"schema"` the trace sets to the `Solution.info`s of the outputs (`_normalize`)."""
+    schema: dict = {}
 
     def member(params):
         results: list = []
-        out = _normalize(fn(params), results)
+        infos: list = []
+        out = _normalize(fn(params), results, infos)
+        schema["schema"] = tuple(infos)
         return _normalize(params, []), out, _result_code(results), _finite(out)
 
     batched = jax.vmap(member)
     options = compiler_options()
     if sharding is None:
-        return jax.jit(batched, compiler_options=options)
-    return jax.jit(
+        return jax.jit(batched, compiler_options=options), schema
+    jitted = jax.jit(
         batched, in_shardings=(sharding,), out_shardings=sharding, compiler_options=options
     )
+    return jitted, schema
 
 
 def _sampler(sharding):
@@ -411,7 +454,7 @@ class _Program:
             cache = {}
         if sharding not in cache:
             cache[sharding] = _compile(fn, sharding)
-        self.call = cache[sharding]
+        self.call, self._schema = cache[sharding]
         self.sample = _sampler(sharding) if source.disp is not None else None
         self.compiled = None
 
@@ -441,6 +484,11 @@ class _Program:
     def run(self, members: np.ndarray):
         call = self.call if self.compiled is None else self.compiled
         return call(self.inputs(members))
+
+    @property
+    def schema(self) -> tuple:
+        """The `Solution.info`s of the outputs, `((path, RunInfo), ...)` (set by the trace)."""
+        return self._schema.get("schema", ())
 
     def shapes(self, members: np.ndarray):
         """`jax.eval_shape` of `run(members)`: `(params, outputs, result, finite)` shapes."""
@@ -791,4 +839,6 @@ def run_batch(
         n_total=source.n,
         complete=todo.size == source.n,
         errors=tuple(sorted(errors.items())),
+        schema=program.schema,
+        units=tuple(_units(source).items()),
     )

@@ -17,6 +17,7 @@ Layout of a campaign folder (format `jaxsim.montecarlo/2`):
   without a record (or whose record or data fail verification) is computed again.
 """
 
+import dataclasses
 import difflib
 import gzip
 import hashlib
@@ -36,6 +37,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 
+from .. import _schema
 from .batch import (
     _SEP,
     BatchResult,
@@ -49,8 +51,8 @@ from .batch import (
     _result_code,
     _run_members,
     _setup,
+    _units,
 )
-from .distributions import AbstractDistribution
 
 
 __all__ = ["CampaignWarning", "load_campaign", "open_campaign", "run_campaign"]
@@ -182,12 +184,15 @@ def _const_bytes(c) -> np.ndarray:
     return np.asarray(c)
 
 
-def _fingerprint(fn, source) -> tuple[dict, str]:
-    """`({"program", "consts", "structure"}, program text)` of one member of `fn`."""
+def _fingerprint(fn, source) -> tuple[dict, str, list]:
+    """`({"program", "consts", "structure"}, program text, [(path, RunInfo)])` of one member of
+    `fn` (the last: the schema metadata of the `Solution`s in its outputs)."""
+
+    infos: list = []  # the `Solution.info`s of the outputs: `(path, RunInfo)`
 
     def member(params):  # the member of the compiled chunk program (batch._compile)
         results: list = []
-        out = _normalize(fn(params), results)
+        out = _normalize(fn(params), results, infos)
         return _normalize(params, []), out, _result_code(results), _finite(out)
 
     closed, shapes = jax.make_jaxpr(member, return_shape=True)(_example(source))
@@ -205,7 +210,7 @@ def _fingerprint(fn, source) -> tuple[dict, str]:
     params_shape, out_shape, _, _ = shapes
     flat = {**_flatten(params_shape, "params"), **_flatten(out_shape, "outputs")}
     structure = {name: [list(s.shape), str(s.dtype)] for name, s in flat.items()}
-    return {"program": h.hexdigest(), "consts": consts, "structure": structure}, text
+    return {"program": h.hexdigest(), "consts": consts, "structure": structure}, text, infos
 
 
 def _outputs_tree(fingerprint: dict) -> dict:
@@ -298,29 +303,39 @@ def _var_name(path: str) -> str:
     return path.replace(_SEP, ".")
 
 
-def _units(source) -> dict:
-    """`{"params/<path>": unit}` of the dispersions that declare one."""
-    if source.disp is None:
-        return {}
-    leaves = jax.tree_util.tree_flatten_with_path(
-        source.disp.tree, is_leaf=lambda x: isinstance(x, AbstractDistribution)
-    )[0]
-    units = {}
-    for path, leaf in leaves:
-        unit = getattr(leaf, "unit", "")
-        if unit:
-            keys = [str(getattr(p, "key", getattr(p, "idx", p))) for p in path]
-            units[_SEP.join(["params", *keys])] = unit
-    return units
+def _solution_infos(structure: dict, infos) -> dict:
+    """`{solution path in the outputs: RunInfo}`: the traced `Solution.info`s, and an empty one
+    for each output subtree with a `ts` and `ys` or `stats` (a Solution without `info`)."""
+    out = {path: info for path, info in (infos or ())}
+    for name in structure:
+        parts = name.split(_SEP)
+        if parts[0] == "outputs" and parts[-1] == "ts":
+            sol = _SEP.join(parts[1:-1])
+            siblings = {p.split(_SEP)[len(parts) - 1] for p in structure if p.startswith(
+                _SEP.join(parts[:-1]) + _SEP)}  # fmt: skip
+            if sol not in out and siblings & {"ys", "stats"}:
+                out[sol] = _schema.RunInfo(units=(("counts", _schema.COUNT_UNIT),))
+    return out
 
 
-def _layout(structure: dict, units: dict) -> dict:
-    """`{array name: {"path", "shape", "dtype", "dims", "units"}}` (shapes without the member
-    axis): `time` is the axis of the sample times `outputs/ts` (a `Solution`'s, or an output
-    named `ts`) in the outputs that have one; further axes are `component`, `component2`, ...,
-    suffixed with their length where lengths differ (`component_4`)."""
+def _layout(structure: dict, units: dict, infos=None) -> dict:
+    """`{array name: {"path", "shape", "dtype", "dims", "units", "name"}}` (shapes without the
+    member axis), dimensions and `name` (the variable's name in `open_campaign`) by the schema
+    of runs, batches and campaigns (`jaxsim._schema.store_layout`) given the `Solution.info`s
+    `infos`; with `infos=None`, the layout of stores of jaxsim.schema/0: `time` is the axis of
+    the sample times `outputs/ts` (a `Solution`'s, or an output named `ts`) in the outputs that
+    have one; further axes are `component`, `component2`, ..., suffixed with their length where
+    lengths differ (`component_4`)."""
     ts = structure.get("outputs/ts") or structure.get("outputs/outputs/ts")
     n_time = ts[0][0] if ts is not None and len(ts[0]) == 1 else None
+    if infos is not None:
+        sols = _solution_infos(structure, infos)
+        for sol in sols:
+            ts = structure.get(_SEP.join(["outputs", sol, "ts"]) if sol else "outputs/ts")
+            if ts is not None and len(ts[0]) == 1:
+                n_time = ts[0][0]
+                break
+        schema = _schema.store_layout(structure, sols, n_time)
     entries = {
         "members": ("members", [], "int64"),
         "ok": ("ok", [], "bool"),
@@ -344,10 +359,54 @@ def _layout(structure: dict, units: dict) -> dict:
         unit = units.get(path, "")
         if path.endswith((_SEP + "ts", _SEP + "t_final")):
             unit = "s"
-        layout[name] = {"path": path, "shape": shape, "dtype": dtype, "dims": dims, "units": unit}
+        entry = {"path": path, "shape": shape, "dtype": dtype, "dims": dims, "units": unit}
+        if infos is not None:
+            if path in schema:
+                new, dims_, known = schema[path]
+                entry["dims"] = ["member", *dims_]
+                entry["units"], entry["name"] = unit or known or "", new
+            else:  # members, ok, result
+                entry["name"] = name
+                entry["units"] = _schema.CODE_UNIT if name == "result" else ""
+        layout[name] = entry
     if len(layout) != len(entries):
         raise ValueError("montecarlo: two parameter or output paths map to one array name.")
     return layout
+
+
+def _store_attrs(structure: dict, infos, setup, where: str) -> dict:
+    """The store's attributes: the schema (`{"version", "solutions": {path: RunInfo json}}`),
+    the run settings of the (first) Solution, and the saved `setup` when given."""
+    sols = _solution_infos(structure, infos)
+    attrs = {
+        "schema": {
+            "version": _schema.SCHEMA,
+            "solutions": {path: info.to_json() for path, info in sols.items()},
+        }
+    }
+    if setup is not None:
+        if isinstance(setup, str | os.PathLike):
+            path = Path(setup)
+            try:
+                text = path.read_text()
+            except OSError as err:
+                raise ValueError(
+                    f"{where}: `setup` file {str(path)!r} is unreadable: {err}."
+                ) from None
+            attrs["setup_file"] = str(path)
+            try:
+                attrs["setup"] = json.loads(text)
+            except ValueError:
+                attrs["setup"] = text  # another format (TOML): recorded as written
+        else:
+            try:
+                attrs["setup"] = json.loads(json.dumps(setup))
+            except (TypeError, ValueError) as err:
+                raise ValueError(
+                    f"{where}: `setup` must be a path or a JSON-serializable description; "
+                    f"got {type(setup).__name__} ({err})."
+                ) from None
+    return attrs
 
 
 def _fill_value(dtype: str):
@@ -366,9 +425,10 @@ def _chunks(shape: list, dtype: str, size: int) -> tuple:
     return (size, int(min(rest[0], max(1, _ZARR_CHUNK_BYTES // per_sample))), *rest[1:])
 
 
-def _create_store(where: str, path: Path, layout: dict, n: int, size: int) -> None:
+def _create_store(where: str, path: Path, layout: dict, n: int, size: int, attrs=None) -> None:
     zarr = _require_zarr(where)
-    root = zarr.open_group(str(path), mode="w", attributes={"format": _FORMAT})
+    attributes = {"format": _FORMAT, **(attrs or {})}
+    root = zarr.open_group(str(path), mode="w", attributes=attributes)
     for name, v in layout.items():
         root.create_array(
             name,
@@ -377,9 +437,11 @@ def _create_store(where: str, path: Path, layout: dict, n: int, size: int) -> No
             dtype=v["dtype"],
             fill_value=_fill_value(v["dtype"]),
             dimension_names=v["dims"],
-            attributes={"path": v["path"], "units": v["units"]}
-            if v["units"]
-            else {"path": v["path"]},
+            attributes={
+                "path": v["path"],
+                **({"units": v["units"]} if v["units"] else {}),
+                **({"name": v["name"]} if "name" in v else {}),
+            },
         )
 
 
@@ -474,6 +536,7 @@ def run_campaign(
     config: dict | None = None,
     units: dict | None = None,
     load: bool = True,
+    setup=None,
 ) -> BatchResult | None:
     r"""Run a Monte Carlo campaign chunk by chunk into `directory`, resumably.
 
@@ -516,6 +579,9 @@ def run_campaign(
       s) are recorded without it. Written when the store is created.
     - `load`: read the campaign back at the end (default); `False` returns `None` instead, for
       campaigns larger than memory (then use `open_campaign`, `summarize_campaign`).
+    - `setup`: the saved setup the members run (a path to a setup file, e.g. written by
+      `effectors.save_setup`, or its JSON-serializable description): recorded in the store's
+      attributes (`setup`, and `setup_file` for a path) when the store is created.
 
     **Returns:** `load_campaign(directory)`: every committed chunk on disk, from all processes
     (under `jax.distributed`, after every process finished its chunks); `None` with
@@ -573,7 +639,7 @@ def run_campaign(
             "wrote it, or use a new directory."
         )
     n_chunks = math.ceil(source.n / size)
-    fingerprint, text = _fingerprint(fn, source)
+    fingerprint, text, infos = _fingerprint(fn, source)
     wanted = {
         "format": _FORMAT,
         "n": source.n,
@@ -595,7 +661,8 @@ def run_campaign(
                     f"to unit strings; got {key!r}: {unit!r}."
                 )
             known[path] = unit
-    layout = _layout(fingerprint["structure"], known)
+    layout = _layout(fingerprint["structure"], known, infos)
+    store_attrs = _store_attrs(fingerprint["structure"], infos, setup, where)
     # Under jax.distributed, every process of the job runs this call: process 0 sets up the
     # folder, the others wait for it (a barrier, not a lock: no other scheduler).
     shared = jax.process_count() > 1 and process_count == jax.process_count()
@@ -643,7 +710,7 @@ def run_campaign(
                     f"{directory / _STORE} is missing or does not match them; nothing was "
                     "computed. Use a new directory."
                 )
-            _create_store(where, directory / _STORE, layout, source.n, size)
+            _create_store(where, directory / _STORE, layout, source.n, size, store_attrs)
     if shared:
         _barrier(f"jaxsim.montecarlo.setup.{identity[:16]}")
     _clean_tmp(directory)
@@ -850,7 +917,20 @@ def load_campaign(directory: str | os.PathLike) -> BatchResult:
                 f"({type(err).__name__}: {err}); run_campaign verifies and recomputes it."
             ) from None
     errors = sorted((int(m), c) for r in records.values() for m, c in r.get("errors", {}).items())
-    return _batch_from_flat(flat, n, len(records) == int(manifest["n_chunks"]), errors)
+    res = _batch_from_flat(flat, n, len(records) == int(manifest["n_chunks"]), errors)
+    units = tuple(
+        (root[k].attrs["path"], root[k].attrs["units"])
+        for k in sorted(root.array_keys())
+        if root[k].attrs["path"].startswith("params" + _SEP) and root[k].attrs.get("units")
+    )
+    return dataclasses.replace(res, schema=_store_schema(root), units=units)
+
+
+def _store_schema(root) -> tuple:
+    """`((solution path, RunInfo), ...)` recorded in a store's attributes (none before
+    jaxsim.schema/1)."""
+    sols = dict(root.attrs).get("schema", {}).get("solutions", {})
+    return tuple((path, _schema.RunInfo.from_json(info)) for path, info in sols.items())
 
 
 def open_campaign(directory: str | os.PathLike):
@@ -892,4 +972,37 @@ def open_campaign(directory: str | os.PathLike):
     ds = xr.open_zarr(
         str(directory / _STORE), consolidated=False, mask_and_scale=False, zarr_format=3
     )
-    return ds.assign_coords(member=np.arange(n)).assign(committed=("member", committed))
+    ds = ds.assign_coords(member=np.arange(n)).assign(committed=("member", committed))
+    attrs = dict(ds.attrs)
+    if "schema" not in attrs:  # a store of jaxsim.schema/0: its original names
+        return ds
+    return _schema_dataset(ds, attrs, committed, xr)
+
+
+def _schema_dataset(ds, attrs: dict, committed, xr):
+    """A store opened by xarray, in the schema of runs, batches and campaigns: variables renamed
+    to their `name` attribute, the sample times of the first committed member as the `time`
+    coordinate, labels of the component dimensions and indices of the element ones."""
+    names = {v: ds[v].attrs["name"] for v in ds.data_vars if "name" in ds[v].attrs}
+    ds = ds.rename_vars({k: v for k, v in names.items() if k != v})
+    schema = attrs.pop("schema")
+    sols = {p: _schema.RunInfo.from_json(i) for p, i in schema.get("solutions", {}).items()}
+    times = [p.replace(_SEP, ".") + ".ts" if p else "ts" for p in sols]
+    times = [t for t in times if t in ds.data_vars and ds[t].dims == ("member", "time")]
+    usable = committed & np.asarray(ds["ok"].values) if "ok" in ds.data_vars else committed
+    usable = usable if usable.any() else committed  # ok members' times are finite
+    if times and usable.any():
+        first = int(np.argmax(usable))
+        ds = ds.assign_coords(
+            time=xr.Variable(("time",), ds[times[0]][first].values, {"units": "s"})
+        )
+        ds = ds.drop_vars(times)
+    ds = ds.drop_vars([v for v in ("members",) if v in ds.data_vars])
+    elements = {d for info in sols.values() for _, d in info.elements}
+    ds = _schema.label_coords(ds, xr, elements)
+    info = next(iter(sols.values()), None)
+    out = _schema.run_attrs(info)
+    out.update({k: v for k, v in attrs.items() if k != "format"})
+    out["format"] = attrs.get("format", _FORMAT)
+    ds.attrs = out
+    return ds
