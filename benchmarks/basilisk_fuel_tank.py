@@ -1,7 +1,7 @@
 """Fuel-tank scenarios in real Basilisk (`bsk` 2.12.1): a hub, fuel tanks (`fuelTank`, every tank
 model), thruster sets that drain them (`thrusterDynamicEffector`), an optional point-mass Earth.
 
-Basilisk is an optional cross-validation dependency (`pip install jaxsim[crossval]`); import this
+Basilisk is an optional cross-validation dependency (`pip install jaxsim-spacecraft[crossval]`); import this
 module freely and check `basilisk_scenarios.available()` before running anything. The jaxsim side
 of the same scenarios is `jaxsim_scenario(spec)`, so that a test or a notebook builds both from one
 spec dict:

@@ -1,6 +1,6 @@
 """Build and run real Basilisk (`bsk` 2.12.1) scenarios from the spec files in `tests/data/*.json`.
 
-Basilisk is an optional cross-validation dependency (`pip install jaxsim[crossval]`), never a runtime
+Basilisk is an optional cross-validation dependency (`pip install jaxsim-spacecraft[crossval]`), never a runtime
 requirement of jaxsim: import this module freely, and check `available()` before building anything.
 
 Every spec in `tests/data` fully describes a scenario (hub, gravity, effectors, initial conditions, step,
@@ -429,7 +429,9 @@ def compare(out: dict, ref, keys=None) -> dict:
 if __name__ == "__main__":
     # Self-check: rebuild every reference scenario this module supports and compare to its npz.
     if not available():
-        raise SystemExit("Basilisk (bsk) is not installed: pip install 'jaxsim[crossval]'")
+        raise SystemExit(
+            "Basilisk (bsk) is not installed: pip install 'jaxsim-spacecraft[crossval]'"
+        )
     for name in (
         "pointmass_orbit",
         "rigid_tumble",

@@ -34,7 +34,7 @@ Rows (the figures of issue #19; each reuses the benchmark that measures it in de
   run in the same log); "not measured here" without one.
 
 Basilisk rows are skipped when `bsk` is not importable, the heyoka row when heyoka is not
-(`pip install 'jaxsim[bench]'`). `--quick` shortens every horizon (600 s orbit rows, 60 s gradient,
+(`pip install 'jaxsim-spacecraft[bench]'`). `--quick` shortens every horizon (600 s orbit rows, 60 s gradient,
 20 s batch) and repeats less; the table then says so.
 
 Run: `python -m benchmarks.bench_fused [--quick] [--ci-log LOG] [--check --max-kernels N]`

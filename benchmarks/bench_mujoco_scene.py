@@ -118,7 +118,9 @@ def main(argv=None) -> int:
 
     data = {"name": NAME, "title": TITLE, "environment": cm.environment(), "rows": []}
     if importlib.util.find_spec("mujoco") is None:
-        data["note"] = "mujoco / mujoco-mjx not installed (pip install 'jaxsim[mujoco]'): skipped"
+        data["note"] = (
+            "mujoco / mujoco-mjx not installed (pip install 'jaxsim-spacecraft[mujoco]'): skipped"
+        )
     else:
         from importlib.metadata import version
 

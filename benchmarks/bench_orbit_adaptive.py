@@ -34,7 +34,7 @@ steps); heyoka has no RHS evaluations in that sense (it computes Taylor coeffici
 `order` per step by automatic differentiation): its steps and order are reported.
 
 Run: `python -m benchmarks.bench_orbit_adaptive [--quick]` (writes
-`benchmarks/results/orbit_adaptive.json`, `.md`). heyoka is optional (`pip install 'jaxsim[bench]'`).
+`benchmarks/results/orbit_adaptive.json`, `.md`). heyoka is optional (`pip install 'jaxsim-spacecraft[bench]'`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Generate `tests/data/spinning_bodies.{json,npz}` with Basilisk (needs `pip install 'jaxsim[crossval]'`).
+"""Generate `tests/data/spinning_bodies.{json,npz}` with Basilisk (needs `pip install 'jaxsim-spacecraft[crossval]'`).
 
 Scenario: hub (750 kg, diag(900, 800, 600), r_BcB_B = (0, 0, 1)) on the common orbit of
 Basilisk's integrated tests (CoM initial conditions `R0`, `V0`, as in `test_spacecraft.py` and

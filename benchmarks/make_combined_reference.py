@@ -8,7 +8,7 @@ numbers the spec records from the original Basilisk run (`basilisk_checks`: init
 final changes of the energies and momenta, MRP switches, max |sigma|), and writes the sampled outputs
 under the spec's `npz_keys` as float64 arrays (compressed npz).
 
-Usage (needs `pip install 'jaxsim[crossval]'`, i.e. bsk 2.12.1):
+Usage (needs `pip install 'jaxsim-spacecraft[crossval]'`, i.e. bsk 2.12.1):
 
     python benchmarks/make_combined_reference.py [--out tests/data/combined_bsk.npz]
 
@@ -70,7 +70,8 @@ def main(argv=None) -> int:
     p.add_argument("--force", action="store_true", help="write even if the checks fail")
     a = p.parse_args(argv)
     if not bs.available():
-        print("Basilisk (bsk) is not installed: pip install 'jaxsim[crossval]'", file=sys.stderr)
+        msg = "Basilisk (bsk) is not installed: pip install 'jaxsim-spacecraft[crossval]'"
+        print(msg, file=sys.stderr)
         return 2
     if bs.version() != REQUIRED_BSK:
         print(f"warning: bsk {bs.version()} installed; the reference is for {REQUIRED_BSK}")

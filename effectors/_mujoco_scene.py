@@ -68,7 +68,8 @@ def _mujoco():
         from mujoco import mjx
     except ImportError as err:  # pragma: no cover - exercised only without the extra
         raise ImportError(
-            f"{_CLS} needs MuJoCo and MJX: pip install 'jaxsim[mujoco]' (mujoco, mujoco-mjx)."
+            f"{_CLS} needs MuJoCo and MJX: "
+            "pip install 'jaxsim-spacecraft[mujoco]' (mujoco, mujoco-mjx)."
         ) from err
     return mujoco, mjx
 

@@ -55,7 +55,7 @@ them: Vizard interpolates the poses); the sun, unless it is a gravity body. Basi
 `vizInterface` writes no message at $t = 0$ (it starts at the first step); this writer writes every
 saved sample, including the first, so frame $k$ here is frame $k$ of Basilisk's file of the same run.
 Protobuf is imported only when a function is called: install the `vizard` extra
-(`pip install 'jaxsim[vizard]'`).
+(`pip install 'jaxsim-spacecraft[vizard]'`).
 
 **Reference:** Basilisk's `src/utilities/vizProtobuffer/vizMessage.proto` and
 `src/simulation/vizard/vizInterface/vizInterface.cpp` (AVS Lab, University of Colorado; ISC
@@ -192,7 +192,7 @@ def _protobuf():
     except ImportError as err:
         raise ImportError(
             "effectors.vizard needs protobuf (Google's protocol buffers) to write and read Vizard "
-            "files; install the `vizard` extra: pip install 'jaxsim[vizard]'."
+            "files; install the `vizard` extra: pip install 'jaxsim-spacecraft[vizard]'."
         ) from err
     return descriptor_pb2, descriptor_pool, message_factory
 

@@ -138,7 +138,7 @@ def _matplotlib():
     except ImportError as err:
         raise ImportError(
             "jaxsim.animation needs matplotlib, which is not installed; install it with "
-            "`pip install 'jaxsim[notebooks]'` or `pip install matplotlib`."
+            "`pip install 'jaxsim-spacecraft[plot]'` or `pip install matplotlib`."
         ) from err
     return plt, manimation, Poly3DCollection
 

@@ -3,8 +3,8 @@ r"""Quick-look plots of simulation results (matplotlib, an optional dependency);
 Every function takes a `Solution` from `jaxsim.simulate` (or the dict of `jaxsim.results.to_numpy`)
 and returns the `matplotlib.figure.Figure` it drew (created with `pyplot`, so notebooks show it;
 close it with `plt.close(fig)` in scripts). matplotlib is imported only when a function is called:
-`import jaxsim` never imports it. Install with `pip install 'jaxsim[notebooks]'` or
-`pip install matplotlib`.
+`import jaxsim` never imports it. Install with `pip install 'jaxsim-spacecraft[plot]'` or `pip
+install matplotlib`.
 
 The engine knows no spacecraft: quantities are named by the caller (a key of `sol.outputs`, or a
 dotted path such as `"rw.Omega"` into `sol.outputs`, else into `sol.ys`), and units come from the
@@ -63,7 +63,7 @@ def pyplot():
     except ImportError as err:
         raise ImportError(
             "jaxsim.plotting needs matplotlib, which is not installed; install it with "
-            "`pip install 'jaxsim[notebooks]'` or `pip install matplotlib`."
+            "`pip install 'jaxsim-spacecraft[plot]'` or `pip install matplotlib`."
         ) from err
     return plt
 

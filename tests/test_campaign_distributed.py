@@ -19,7 +19,7 @@ from tests._campaign_worker import CHUNK_SIZE, SEED, N
 from tests._sharding_worker import DISPERSIONS, oscillator_member
 
 
-pytest.importorskip("zarr", reason="campaigns need the optional extra jaxsim[campaign]")
+pytest.importorskip("zarr", reason="campaigns need the optional extra jaxsim-spacecraft[campaign]")
 
 WORKER_TIMEOUT = 120  # [s] per process; the job takes ~10 s (two jax imports and compilations)
 

@@ -29,7 +29,7 @@ from jaxsim import montecarlo as mc
 from tests._sharding_worker import DISPERSIONS, DT, OSC, SAMPLE_DT, T1, oscillator_member
 
 
-pytest.importorskip("zarr", reason="campaigns need the optional extra jaxsim[campaign]")
+pytest.importorskip("zarr", reason="campaigns need the optional extra jaxsim-spacecraft[campaign]")
 
 KEY, N, SIZE = jr.key(5), 7, 3  # chunks of 3, 3, 1 (+2 padding)
 

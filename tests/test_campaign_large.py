@@ -15,7 +15,7 @@ import pytest
 from jaxsim import montecarlo as mc
 
 
-pytest.importorskip("zarr", reason="campaigns need the optional extra jaxsim[campaign]")
+pytest.importorskip("zarr", reason="campaigns need the optional extra jaxsim-spacecraft[campaign]")
 
 N = 400_000
 MAX_BYTES = 2**23  # 8 MiB blocks: one sample time of the 3 components of all members is 9.6 MB

@@ -49,7 +49,7 @@ def test_extras_stay_within_basilisk_pins():
     try:
         bsk = [Requirement(r) for r in requires("bsk") or ()]
     except PackageNotFoundError:
-        pytest.skip("needs Basilisk (pip install 'jaxsim[crossval]')")
+        pytest.skip("needs Basilisk (pip install 'jaxsim-spacecraft[crossval]')")
     bsk_bounds = {
         r.name.lower(): upper_bound(r.specifier)
         for r in bsk

@@ -30,7 +30,7 @@ pytestmark = [
     pytest.mark.notebooks,
     pytest.mark.skipif(
         bool(MISSING),
-        reason=f"notebook execution needs {MISSING} (pip install 'jaxsim[notebooks]')",
+        reason=f"notebook execution needs {MISSING} (pip install 'jaxsim-spacecraft[notebooks]')",
     ),
     # Kernel start-up chatter of jupyter_client/ipykernel is not a test failure.
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -98,7 +98,8 @@ def test_notebook_executes(path):
     needs = [m for m in nb.metadata.get("jaxsim", {}).get("requires", []) if not _importable(m)]
     if needs:
         pytest.skip(
-            f"{path.name} needs {needs} (an optional extra, e.g. pip install 'jaxsim[mujoco]')"
+            f"{path.name} needs {needs} "
+            "(an optional extra, e.g. pip install 'jaxsim-spacecraft[mujoco]')"
         )
     start = time.perf_counter()
     try:

@@ -337,7 +337,7 @@ def test_missing_protobuf_names_the_extra(monkeypatch):
     vizard.vizard_message_class.cache_clear()
     monkeypatch.setitem(sys.modules, "google.protobuf", None)
     try:
-        with pytest.raises(ImportError, match=re.escape("pip install 'jaxsim[vizard]'")):
+        with pytest.raises(ImportError, match=re.escape("pip install 'jaxsim-spacecraft[vizard]'")):
             vizard.vizard_message_class()
     finally:
         monkeypatch.undo()
