@@ -24,8 +24,6 @@ rates from the IAU Working Group on Cartographic Coordinates and Rotational Elem
 import dataclasses
 import math
 
-import numpy as np
-
 
 _DEG_PER_DAY = math.pi / 180.0 / 86400.0  # [rad/s] per [deg/day]
 _KM3 = 1e9  # [m^3/s^2] per [km^3/s^2]
@@ -90,23 +88,6 @@ class Body:
     def J2(self) -> float:
         """$J_2$ [-] (0.0 when `J` is empty)."""
         return self.J[0] if self.J else 0.0
-
-    def zonal_C(self, degree: int | None = None):
-        r"""Fully normalised coefficient matrix $\bar C_{lm}$, shape `(L+1, L+1)`, of the zonal field.
-
-        $\bar C_{00} = 1$ and $\bar C_{n0} = -J_n/\sqrt{2n+1}$ for $n = 2..L$ (`degree` $L$, default
-        all of `J`; degrees beyond `J` are zero), as `SphericalHarmonicGravity` takes them
-        (Pavlis et al. 2012, Eq. 1 normalisation).
-        """
-        L = len(self.J) + 1 if degree is None else int(degree)
-        if L < 0:
-            raise ValueError(f"Body.zonal_C: `degree` must be >= 0; got {degree!r}.")
-        C = np.zeros((L + 1, L + 1))
-        C[0, 0] = 1.0
-        for n, Jn in enumerate(self.J, start=2):
-            if n <= L:
-                C[n, 0] = -Jn / math.sqrt(2 * n + 1)
-        return C
 
     def with_(self, **changes) -> "Body":
         """A copy with some fields replaced (validated again), e.g. `EARTH.with_(J=EARTH.J[:1])`."""
