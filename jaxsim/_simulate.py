@@ -71,7 +71,7 @@ class Solution(eqx.Module):
       `event_location_failed`, or another diffrax code. `ok` and `message` read it.
     - `t_final`: the time the run ended [s]: `t1`, a terminal event's time, or where it failed.
     - `info`: static: what `to_xarray` needs of the run (units, per-effector dimensions, event
-      names, solver settings; a `jaxsim._schema.RunInfo`), attached by `simulate`; None on a
+      names, solver settings), attached by `simulate`; None on a
       hand-made Solution.
     """
 
@@ -86,7 +86,7 @@ class Solution(eqx.Module):
 
     def to_xarray(self, **kwargs):
         """`jaxsim.results.to_xarray(self, **kwargs)`: this run (or `vmap`-batched runs) as an
-        `xarray.Dataset` of the one schema (`jaxsim._schema`); no model needed."""
+        `xarray.Dataset` of the one schema (see `jaxsim.results`); no model needed."""
         from .results import to_xarray
 
         return to_xarray(self, **kwargs)
@@ -254,21 +254,21 @@ def simulate(
     - `checkpoint`: fixed-step only; checkpoint each sample interval for reverse-mode memory.
     - `throw`: raise on a failed solve or non-finite state; with `False` the failure is reported in
       `Solution.result` (use this under `vmap` for Monte Carlo).
-    - `key`, `dW`, `dZ`, `brownian`: stochastic dynamics (`model.noise_dim > 0`), see `jaxsim._sde`:
-      a `jax.random` key, or an int seed used as `jax.random.key(seed)` (`brownian="increments"`:
-      per-step draws keyed by the step index; `"tree"` or a `diffrax.VirtualBrownianTree`: a
-      Brownian tree), or prescribed Wiener increments `dW` (and `dZ` for `SRA1`), shape
-      `(n_steps, noise_dim)`. Given an SDE solver (`EulerMaruyama`, `Heun`, `Milstein`, `SRA1`,
-      `ShARK`) or a key, `simulate` solves the SDE; without them a noisy model integrates its
-      drift only.
+    - `key`, `dW`, `dZ`, `brownian`: stochastic dynamics (`model.noise_dim > 0`; the notebook
+      "Stochastic dynamics"): a `jax.random` key, or an int seed used as `jax.random.key(seed)`
+      (`brownian="increments"`: per-step draws keyed by the step index; `"tree"` or a
+      `diffrax.VirtualBrownianTree`: a Brownian tree), or prescribed Wiener increments `dW` (and
+      `dZ` for `SRA1`), shape `(n_steps, noise_dim)`. Given an SDE solver (`EulerMaruyama`,
+      `Heun`, `Milstein`, `SRA1`, `ShARK`) or a key, `simulate` solves the SDE; without them a
+      noisy model integrates its drift only.
     - `clocks`, `events`, `discontinuities`, `max_events`, `event_tol`, `dtmax`, `root_finder`:
       hybrid simulation (discrete models on clocks, zero-crossing events, scheduled
       discontinuities as segment boundaries, output frames as dense-output points); giving any of
-      the first three (or `dtmax`, adaptive solvers only) runs `jaxsim._hybrid` and returns a
-      `HybridSolution` (see that module). `discontinuities` takes signals, times [s], or the model
-      itself (its breakpoints become boundaries: a traced burn start then splits a fixed step).
-      Requests no driver supports are refused by name (`jaxsim._route`): e.g. an SDE with
-      clocks or events, `max_events` without events, `dtmax` with a fixed-step solver.
+      the first three (or `dtmax`, adaptive solvers only) runs the hybrid driver and returns a
+      `HybridSolution` (guide "Events, clocks and discontinuities"). `discontinuities` takes
+      signals, times [s], or the model itself (its breakpoints become boundaries: a traced burn
+      start then splits a fixed step). Requests no driver supports are refused by name: e.g. an
+      SDE with clocks or events, `max_events` without events, `dtmax` with a fixed-step solver.
     - `adjoint`: how `diffrax.diffeqsolve` (adaptive and hybrid runs) is differentiated: `None`
       (diffrax's default `RecursiveCheckpointAdjoint`, reverse mode: `jax.grad`, `jax.jacrev`) or
       `diffrax.ForwardMode()` (forward mode: `jax.jvp`, `jax.jacfwd`, cheaper for a few
@@ -278,13 +278,13 @@ def simulate(
       installed, else a text line per tenth of the horizon); a callable `progress(t, t1)` [s]
       receives each report instead. Reports come after each sample interval and checkpoint block
       (fixed steps), each segment (clocks, events) or each step (plain diffrax solves); `False`
-      (default) adds nothing to the compiled run (`jaxsim._progress`).
+      (default) adds nothing to the compiled run.
 
     - `dt0`, `saveat`, `stepsize_controller`, `progress_meter`: diffrax's spellings, accepted
       where they mean what jaxsim's arguments mean and translated into them (`dt0` is `dt`;
       `SaveAt(t0, ts, steps, t1)` gives `ts`; `PIDController(rtol, atol, dtmax)` gives `rtol`,
       `atol`, `dtmax`; `ConstantStepSize()` a fixed step `dt`; a tqdm or text meter is
-      `progress=True`), otherwise refused with jaxsim's spelling (`jaxsim._vocabulary`).
+      `progress=True`), otherwise refused with a message giving jaxsim's spelling.
 
     `t0`, `t1`, `dt`, `ts` and `sample_dt` fix the shape of the computation and must be concrete.
     """
