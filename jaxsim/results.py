@@ -17,9 +17,10 @@ to_xarray(batch_result)              # a montecarlo.BatchResult: the same names,
 ```
 
 Runs, batches and campaigns share one schema (names, dimensions, coordinates, units and
-attributes), described in `jaxsim._schema`. Units come from the model (`model_units(model)`: its
-`output_units()` and `state_units()`, a `System` nesting its objects' by name), recorded on the
-`Solution` by `simulate` (`Solution.info`); the engine holds no table of quantity names.
+attributes; `to_xarray` lists them under **Returns**). Units come from the model
+(`model_units(model)`: its `output_units()` and `state_units()`, a `System` nesting its objects'
+by name), recorded on the `Solution` by `simulate` (`Solution.info`); the engine holds no table of
+quantity names.
 """
 
 from typing import Any
@@ -134,7 +135,7 @@ def _solution_fields(sol) -> dict:
 
 def to_xarray(obj, *, member_dim: str = "member", model=None, units=None, epoch=None):
     """A run, a batch of runs or a `montecarlo.BatchResult` as an `xarray.Dataset` of the one
-    schema of runs, batches and campaigns (`jaxsim._schema`).
+    schema of runs, batches and campaigns (described under **Returns**).
 
     **Arguments:**
 
