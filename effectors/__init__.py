@@ -14,6 +14,7 @@ import jaxsim as _jaxsim  # noqa: F401  (enables float64 before any array is bui
 
 from . import astro as astro
 from ._drag import Drag as Drag
+from ._eclipse import Eclipse as Eclipse
 from ._effector import (
     AbstractDynamicEffector as AbstractDynamicEffector,
     AbstractEffector as AbstractEffector,
@@ -57,9 +58,19 @@ from ._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
 from ._mujoco_scene import MuJoCoScene as MuJoCoScene
 from ._reaction_wheels import ReactionWheels as ReactionWheels
 from ._spacecraft import Spacecraft as Spacecraft
+from ._setup_files import (
+    Setup as Setup,
+    build as build,
+    describe as describe,
+    load_setup as load_setup,
+    save_setup as save_setup,
+)
 from ._spinning_body import SpinningBodies as SpinningBodies
 from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
-from ._srp import CannonballSRP as CannonballSRP
+from ._srp import (
+    CannonballSRP as CannonballSRP,
+    conical_illumination as conical_illumination,
+)
 from ._stochastic_torque import StochasticTorque as StochasticTorque
 from ._third_body import (
     ThirdBodyGravity as ThirdBodyGravity,

@@ -7,6 +7,8 @@ from jaxtyping import Array, Float
 from jaxsim.kinematics import dot3
 from jaxsim.validation import as_array, check_nonnegative, check_positive, fail
 
+from .astro._bodies import Body
+
 
 class ExponentialAtmosphere(eqx.Module):
     r"""$\rho(h) = \rho_0\,e^{-h/H}$ with altitude $h = \|\mathbf r\| - R_P$.
@@ -18,6 +20,9 @@ class ExponentialAtmosphere(eqx.Module):
     - `planet_radius`: $R_P$ [m], >= 0 (Earth 6371e3).
     - `min_altitude`, `max_altitude`: optional altitude window [m] outside which $\rho = 0$ (Basilisk
       `envMinReach`/`envMaxReach`); default: no window.
+
+    `ExponentialAtmosphere.from_body(body, rho0, scale_height)` takes $R_P$ from an
+    `effectors.astro.Body` (its equatorial radius).
 
     **Assumptions and limitations:** spherical planet centred at the integration origin (the central
     gravity body of the spacecraft, else the origin of $\mathcal N$); no co-rotation, no time variation.
@@ -53,6 +58,16 @@ class ExponentialAtmosphere(eqx.Module):
         ):
             fail(cls, "max_altitude", f"must be > min_altitude = {float(self.min_altitude)}", "m",
                  self.max_altitude)  # fmt: skip
+
+    @classmethod
+    def from_body(cls, body, rho0, scale_height, **kwargs):
+        """The atmosphere of `body` (an `effectors.astro.Body`): $R_P$ its equatorial radius."""
+        if not isinstance(body, Body):
+            raise TypeError(
+                f"ExponentialAtmosphere.from_body: `body` must be an effectors.astro.Body; got "
+                f"{type(body).__name__}."
+            )
+        return cls(rho0, scale_height, body.radius_equatorial, **kwargs)
 
     def altitude(self, r_N):
         """Altitude [m] of the position `r_N` [m] (relative to the planet centre)."""

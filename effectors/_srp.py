@@ -9,6 +9,7 @@ from jaxsim.validation import as_array, check_name, check_nonnegative, check_pos
 
 from ._effector import AbstractDynamicEffector
 from ._types import ForceTorque, HubContext
+from .astro._bodies import Body
 
 
 # Basilisk `radiationPressure` constants: solar flux at 1 AU, astronomical unit, speed of light.
@@ -105,11 +106,18 @@ class CannonballSRP(AbstractDynamicEffector):
     - `r_sun_N`: sun position [m] in $\mathcal N$, a `(3,)` constant or a function/signal of time.
     - `shadow`: `"none"` ($\nu = 1$), `"cylindrical"` ($\nu\in\{0,1\}$ from
       `cylindrical_shadow_margin`) or `"conical"` (umbra/penumbra, `conical_illumination`).
-    - `R_occ`: occulting-body radius [m] > 0 (default the Earth's, 6378136.6 m).
+    - `R_occ`: occulting-body radius [m] > 0 (default the Earth's, 6378136.6 m), or an
+      `effectors.astro.Body` (its equatorial radius).
     - `r_occ_N`: occulting-body position [m] in $\mathcal N$, constant or function of time
       (default the origin).
     - `R_sun`: solar radius [m] > 0 for the conical model (default 6.957e8 m).
+    - `eclipse`: an `Eclipse` (several occulting bodies, conical shadows) giving $\nu$ instead of
+      `shadow` (which must then stay `"none"`).
     - `name`: unique effector name.
+
+    `CannonballSRP.from_ephemeris(area, ephemeris, epoch, C_R, occulters=(EARTH, MOON))`: the
+    sun from an ephemeris (`DE421Ephemeris`, `AnalyticSunMoon`) centred on the integration
+    origin, shadowed by the `occulters` (`Eclipse.from_ephemeris`; `occulters=()` for none).
 
     **Outputs:** `force_N` [N] and `nu` [-].
 
@@ -132,6 +140,7 @@ class CannonballSRP(AbstractDynamicEffector):
     R_occ: Float[Array, ""]
     r_occ_N: object
     R_sun: Float[Array, ""]
+    eclipse: object
     shadow: str = eqx.field(static=True)
     name: str = eqx.field(static=True)
     commands = ()  # reads no commands from `args` (checked by `simulate`)
@@ -146,9 +155,19 @@ class CannonballSRP(AbstractDynamicEffector):
         R_occ=R_EARTH,
         r_occ_N=None,
         R_sun=R_SUN,
+        eclipse=None,
         name="srp",
     ):
         cls = "CannonballSRP"
+        if isinstance(R_occ, Body):
+            R_occ = R_occ.radius_equatorial
+        if eclipse is not None and shadow != "none":
+            raise ValueError(
+                f"{cls}: give either `shadow` or `eclipse`; got shadow={shadow!r} and an eclipse."
+            )
+        if eclipse is not None and not hasattr(eclipse, "illumination"):
+            raise TypeError(f"{cls}: `eclipse` must be an Eclipse; got {type(eclipse).__name__}.")
+        self.eclipse = eclipse
         self.area = check_nonnegative(cls, "area", as_array(cls, "area", area, "m^2", ()), "m^2")
         self.C_R = check_positive(cls, "C_R", as_array(cls, "C_R", C_R, "-", ()), "-")
         self.r_sun_N = _position(cls, "r_sun_N", r_sun_N)
@@ -160,8 +179,25 @@ class CannonballSRP(AbstractDynamicEffector):
         self.R_sun = check_positive(cls, "R_sun", as_array(cls, "R_sun", R_sun, "m", ()), "m")
         self.name = check_name(cls, "name", name)
 
+    @classmethod
+    def from_ephemeris(
+        cls, area, ephemeris, epoch, C_R=1.2, *, occulters=None, name="srp", R_sun=R_SUN
+    ):
+        """Cannonball SRP with the sun of `ephemeris` along a run starting at `epoch` (an `Epoch`
+        or TDB seconds past J2000), shadowed by `occulters` (`Body` objects, default Earth and
+        Moon; `()` for none)."""
+        from ._eclipse import Eclipse
+
+        sun = ephemeris.trajectory("sun", epoch)
+        if occulters is not None and len(tuple(occulters)) == 0:
+            return cls(area, sun, C_R, name=name, R_sun=R_sun)
+        eclipse = Eclipse.from_ephemeris(ephemeris, epoch, occulters, R_sun=R_sun)
+        return cls(area, sun, C_R, eclipse=eclipse, name=name, R_sun=R_sun)
+
     def illumination(self, t, r_N):
         """$\\nu$ [-] at absolute position `r_N` [m] and time `t` [s]."""
+        if self.eclipse is not None:
+            return self.eclipse.illumination(t, r_N)
         r_sun = evaluate(self.r_sun_N, t)
         r_occ = evaluate(self.r_occ_N, t)
         if self.shadow == "cylindrical":
