@@ -73,3 +73,59 @@ def test_docs_notebooks_are_the_committed_ones():
     hooks = _hooks()
     committed = sorted((ROOT / "notebooks").glob("*.ipynb"))
     assert hooks.notebook_sources() == {p.name: p for p in committed}
+
+
+def _check_site():
+    spec = importlib.util.spec_from_file_location("check_site", ROOT / "docs" / "check_site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_site_check_catches_pages_without_results(tmp_path):
+    """`docs/check_site.py` fails a site whose notebook pages show no image, that loads a script
+    from a CDN, or whose API text names a private module."""
+    check_site = _check_site()
+    notebook = sorted((ROOT / "notebooks").glob("*.ipynb"))[0].stem
+    page = tmp_path / "notebooks" / notebook / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("<html><body><pre>In [ ]:</pre></body></html>", encoding="utf-8")
+    api = tmp_path / "api" / "jaxsim" / "index.html"
+    api.parent.mkdir(parents=True)
+    api.write_text(
+        '<html><head><script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js">'
+        "</script></head><body><p>see <code>jaxsim._route</code></p>"
+        '<a title="jaxsim.RK4 (jaxsim._solvers.RK4)">RK4</a></body></html>',
+        encoding="utf-8",
+    )
+    problems = "\n".join(check_site.check(tmp_path))
+    assert f"notebooks/{notebook}/index.html: 0 images" in problems
+    assert "scripts from another host" in problems
+    assert "jaxsim._route" in problems
+    assert "jaxsim._solvers" not in problems  # a link's hover title is not page text
+    assert check_site.MATHJAX in problems  # the site's MathJax is missing
+
+
+@pytest.mark.slow  # 12-30 s (the whole site); CI builds and checks it in its docs step (.ci/run)
+def test_site_builds_and_shows_results(tmp_path):
+    """`mkdocs build --strict` of the site as committed (a clean checkout builds it the same way),
+    then `docs/check_site.py`: every notebook page shows its figures, the guides their figures,
+    MathJax is served from the site, no page text names a private module."""
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("mkdocs_jupyter")
+    import os
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    problems = _check_site().check(site)
+    assert not problems, "\n".join(problems)
