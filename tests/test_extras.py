@@ -2,6 +2,8 @@
 pick a version that Basilisk (the `crossval` extra) would downgrade, so extras installed one after
 another never uninstall each other's packages."""
 
+import re
+import shlex
 import tomllib
 from importlib.metadata import PackageNotFoundError, requires
 from pathlib import Path
@@ -64,4 +66,64 @@ def test_extras_stay_within_basilisk_pins():
             bound = bsk_bounds.get(r.name.lower())
             if bound is not None and (upper_bound(r.specifier) or Version("9999")) > bound:
                 problems.append(f"[{extra}] {r} (Basilisk: <= {bound})")
+    assert not problems, problems
+
+
+README = PYPROJECT.parent / "README.md"
+_BASH = re.compile(r"^```bash[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def readme_installs() -> list[list[Requirement]]:
+    """The requirements each of the README's first two commands (the demo, then the tests)
+    installs: the arguments of its `pip install`, with `-e ".[a,b]"` / `".[a,b]"` expanded to the
+    extras' requirements from pyproject.toml and bare names taken as unbounded requirements."""
+    blocks = _BASH.findall(README.read_text(encoding="utf-8"))[:2]
+    table = extras()
+    installs = []
+    for block in blocks:
+        words = shlex.split(block.split("pip install", 1)[1].split("&&", 1)[0])
+        reqs = []
+        for word in words:
+            if word.startswith("-"):
+                continue
+            if word.startswith("."):
+                names = (
+                    word[word.index("[") + 1 : word.index("]")].split(",") if "[" in word else []
+                )
+                reqs += [r for name in names for r in table[name.strip()]]
+            else:
+                reqs.append(Requirement(word))
+        installs.append(reqs)
+    return installs
+
+
+def test_readme_demo_then_test_command_downgrades_nothing():
+    """Running the README's demo command, then its test command in the same environment, changes
+    no version the first one installed: every package the demo command installs (and every
+    dependency of those that the test command bounds from above) is bounded there at or below
+    the test command's bound. The former demo command's bare `matplotlib` failed this: pip
+    installed the newest matplotlib, which the test extra's `<=3.10.9` then downgraded."""
+    demo, tests = readme_installs()
+    assert any(r.name == "matplotlib" for r in demo), "the demo command must install matplotlib"
+    test_bounds = {}
+    for r in tests:
+        bound = upper_bound(r.specifier)
+        if bound is not None:
+            name = r.name.lower()
+            test_bounds[name] = min(bound, test_bounds.get(name, bound))
+    demo_bounds = {r.name.lower(): upper_bound(r.specifier) for r in demo}
+    pulled = set(demo_bounds)
+    for r in demo:  # first-level dependencies of what the demo installs (where installed here)
+        try:
+            pulled |= {
+                Requirement(d).name.lower() for d in requires(r.name) or () if "extra" not in d
+            }
+        except PackageNotFoundError:
+            pass
+    problems = [
+        f"{name}: demo command allows {demo_bounds.get(name) or 'any version'}, "
+        f"test command needs <= {bound}"
+        for name, bound in test_bounds.items()
+        if name in pulled and (demo_bounds.get(name) or Version("9999")) > bound
+    ]
     assert not problems, problems
