@@ -41,7 +41,7 @@ nanosecond task scheduler.
 import abc
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -112,7 +112,7 @@ class Clock(AbstractClock):
     period: Fraction = eqx.field(static=True)
     offset: Fraction = eqx.field(static=True)
 
-    def __init__(self, period, offset=0.0):
+    def __init__(self, period: float | Fraction | str, offset: float | Fraction | str = 0.0):
         p = as_rational("Clock", "period", period)
         if p <= 0:
             raise ValueError(f"Clock: `period` must be > 0 [s]; got {float(p)}.")
@@ -135,7 +135,7 @@ class Schedule(AbstractClock):
 
     times: tuple = eqx.field(static=True)
 
-    def __init__(self, times):
+    def __init__(self, times: float | Fraction | str | Sequence[float | Fraction | str]):
         ts = tuple(sorted(set(as_rational("Schedule", "times", x) for x in np.atleast_1d(times))))
         if not ts:
             raise ValueError("Schedule: `times` must hold at least one instant [s]; got ().")
@@ -207,7 +207,16 @@ class DiscreteModel(AbstractDiscreteModel):
     held0: Any
     is_sequential: bool = eqx.field(static=True)
 
-    def __init__(self, name, clock, update, z0=None, held0=None, *, sequential=False):
+    def __init__(
+        self,
+        name: str,
+        clock: AbstractClock,
+        update: Callable[..., tuple[Any, dict]],
+        z0: Any = None,
+        held0: Any = None,
+        *,
+        sequential: bool = False,
+    ):
         self.name = check_name("DiscreteModel", "name", name)
         if not isinstance(clock, AbstractClock):
             raise ValueError(

@@ -23,6 +23,8 @@ jaxlib no longer knows (each is checked once, on a trivial program) is left out 
 import functools
 import os
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -130,7 +132,7 @@ def _models_as_traced(tree):
     )
 
 
-def jit(fun):
+def jit(fun: Callable[..., Any]) -> Callable[..., Any]:
     """`equinox.filter_jit` with jaxsim's compile options (`jaxsim.compiler_options()`).
 
     On the CPU those are XLA's classic loop emitters (about 40 % less compile time for the hundreds

@@ -17,6 +17,7 @@ Everything is pure: no state is mutated, so `jit`, `vmap`, `grad` compose with i
 """
 
 import abc
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -143,7 +144,7 @@ class System(AbstractDynamicObject):
     objects: tuple[AbstractDynamicObject, ...]
     name: str = eqx.field(static=True)
 
-    def __init__(self, objects, *, name: str = "system"):
+    def __init__(self, objects: Iterable[AbstractDynamicObject], *, name: str = "system"):
         objects = tuple(objects)
         if not objects:
             raise ValueError("System: `objects` must hold at least one dynamic object; got ().")

@@ -75,7 +75,15 @@ class Event(eqx.Module):
     reset: Callable | None = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
-    def __init__(self, cond, *, direction="both", terminal=False, reset=None, name="event"):
+    def __init__(
+        self,
+        cond: Callable[..., Any],
+        *,
+        direction: str = "both",
+        terminal: bool = False,
+        reset: Callable[..., tuple[Any, Any]] | None = None,
+        name: str = "event",
+    ):
         if not callable(cond):
             raise ValueError(
                 f"Event: `cond` must be callable (t, y, args) -> scalar; got {cond!r}."

@@ -16,6 +16,7 @@ A signal is a pure function of time. Two conventions at a discontinuity $t_i$:
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from ._step_context import held_time
 from ._validation import as_array, check_positive, is_concrete
@@ -43,7 +44,7 @@ class PiecewiseConstant(AbstractSignal):
     times: jnp.ndarray
     values: jnp.ndarray
 
-    def __init__(self, times, values):
+    def __init__(self, times: Float[ArrayLike, " n"], values: Float[ArrayLike, "n+1 ..."]):
         times = as_array("PiecewiseConstant", "times", times, "s")
         values = jnp.asarray(values, dtype=float)
         if times.ndim != 1:
@@ -116,7 +117,7 @@ class Step(AbstractSignal):
     off: jnp.ndarray
     on: jnp.ndarray
 
-    def __init__(self, T, off=0.0, on=1.0):
+    def __init__(self, T: Float[ArrayLike, ""], off: ArrayLike = 0.0, on: ArrayLike = 1.0):
         self.T = _scalar_time("Step", "T", T)
         self.off = as_array("Step", "off", off, "")
         self.on = as_array("Step", "on", on, "")
@@ -145,7 +146,7 @@ class Ramp(AbstractSignal):
     slope: jnp.ndarray
     off: jnp.ndarray
 
-    def __init__(self, T, slope=1.0, off=0.0):
+    def __init__(self, T: Float[ArrayLike, ""], slope: ArrayLike = 1.0, off: ArrayLike = 0.0):
         self.T = _scalar_time("Ramp", "T", T)
         self.slope = as_array("Ramp", "slope", slope, "1/s")
         self.off = as_array("Ramp", "off", off, "")
@@ -172,7 +173,7 @@ class PiecewiseTable(AbstractSignal):
     times: jnp.ndarray
     values: jnp.ndarray
 
-    def __init__(self, times, values):
+    def __init__(self, times: Float[ArrayLike, " n"], values: Float[ArrayLike, "n+1 ..."]):
         times = as_array("PiecewiseTable", "times", times, "s", (None,))
         values = jnp.asarray(values, dtype=float)
         if values.ndim < 1 or values.shape[0] != times.shape[0] + 1:
@@ -239,7 +240,14 @@ class SquareWave(AbstractSignal):
     amplitude: jnp.ndarray
     offset: jnp.ndarray
 
-    def __init__(self, freq, duty=0.5, phase=0.0, amplitude=1.0, offset=0.0):
+    def __init__(
+        self,
+        freq: Float[ArrayLike, ""],
+        duty: Float[ArrayLike, ""] = 0.5,
+        phase: Float[ArrayLike, ""] = 0.0,
+        amplitude: ArrayLike = 1.0,
+        offset: ArrayLike = 0.0,
+    ):
         self.freq = check_positive(
             "SquareWave", "freq", as_array("SquareWave", "freq", freq, "Hz", ()), "Hz"
         )
@@ -279,7 +287,13 @@ class TriangleWave(AbstractSignal):
     amplitude: jnp.ndarray
     offset: jnp.ndarray
 
-    def __init__(self, freq, phase=0.0, amplitude=1.0, offset=0.0):
+    def __init__(
+        self,
+        freq: Float[ArrayLike, ""],
+        phase: Float[ArrayLike, ""] = 0.0,
+        amplitude: ArrayLike = 1.0,
+        offset: ArrayLike = 0.0,
+    ):
         self.freq = check_positive(
             "TriangleWave", "freq", as_array("TriangleWave", "freq", freq, "Hz", ()), "Hz"
         )
