@@ -152,3 +152,19 @@ def test_bodies_against_basilisk_constants():
 def test_bad_body_refused_by_name(kwargs, match):
     with pytest.raises(ValueError, match=match):
         astro.EARTH.with_(**kwargs)
+
+
+def test_earth_zonal_field_matches_heyoka_egm2008():
+    """EARTH (J2..J6 referred to the WGS84 radius) gives the same field as heyoka's EGM2008 model
+    truncated to degree 6, order 0 (its own coefficients, GM and 6378136.3 m reference radius)."""
+    hy = pytest.importorskip("heyoka", reason="heyoka is in the bench extra")
+    x, y, z = hy.make_vars("x", "y", "z")
+    acc = hy.cfunc(hy.model.egm2008_acc([x, y, z], 6, 0), [x, y, z])
+    earth = fx.SphericalHarmonicGravity.from_body(astro.EARTH)
+    rng = np.random.default_rng(7)
+    pts = rng.normal(size=(8, 3))
+    pts *= (rng.uniform(6.6e6, 4.5e7, 8) / np.linalg.norm(pts, axis=1))[:, None]
+    for p in pts:
+        want = acc(p)
+        got = np.asarray(_FIELD(earth, jnp.asarray(p)))
+        np.testing.assert_allclose(got, want, rtol=0, atol=FIELD_REL * np.linalg.norm(want))

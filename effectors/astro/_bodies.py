@@ -12,7 +12,8 @@ rates from the IAU Working Group on Cartographic Coordinates and Rotational Elem
   (a = 6378137 m, 1/f = 298.257223563, $\omega_\oplus$ = 7.292115e-5 rad/s).
 - Pavlis, N. K., Holmes, S. A., Kenyon, S. C., Factor, J. K., "The development and evaluation of the
   Earth Gravitational Model 2008 (EGM2008)", J. Geophys. Res. 117, B04406, 2012,
-  doi:10.1029/2011JB008916 (GM = 3.986004415e14 m^3/s^2; tide-free $\bar C_{n0}$).
+  doi:10.1029/2011JB008916 (GM = 3.986004415e14 m^3/s^2; tide-free $\bar C_{n0}$ for the reference
+  radius 6378136.3 m, which `EARTH.J` rescales to the WGS84 radius, $J_n \propto a^n$).
 - Folkner, W. M., Williams, J. G., Boggs, D. H., "The Planetary and Lunar Ephemeris DE 421", JPL IOM
   343R-08-003, 2008, and IPN Progress Report 42-178, 2009 (GM values; the outer planets' are those
   of their systems, which DE421 integrates as barycentres).
@@ -97,7 +98,9 @@ class Body:
 _IAU = "IAU WGCCRE 2015 (Archinal et al. 2018) radii and rotation rate"
 _DE421 = "DE421 GM (Folkner et al. 2008)"
 
-# EGM2008 tide-free normalised zonal coefficients C20..C60 (Pavlis et al. 2012).
+# EGM2008 tide-free normalised zonal coefficients C20..C60 and their reference radius [m] (Pavlis et
+# al. 2012). EARTH.J refers them to the WGS84 radius 6378137 m: J_n = -sqrt(2n+1) C_n0 (a_EGM/a)^n,
+# the same field (J2 is 2.2e-7 smaller than with a_EGM; the potential is unchanged).
 _EGM2008_C_N0 = (
     -0.484165143790815e-03,
     0.957161207093473e-06,
@@ -105,6 +108,7 @@ _EGM2008_C_N0 = (
     0.686702913736681e-07,
     -0.149953927978527e-06,
 )
+_EGM2008_RADIUS = 6378136.3
 
 SUN = Body(
     name="sun",
@@ -144,11 +148,14 @@ EARTH = Body(
     mu=3.986004415e14,
     radius_equatorial=6378137.0,
     flattening=1.0 / 298.257223563,
-    J=tuple(-c * math.sqrt(2 * n + 1) for n, c in enumerate(_EGM2008_C_N0, start=2)),
+    J=tuple(
+        -c * math.sqrt(2 * n + 1) * (_EGM2008_RADIUS / 6378137.0) ** n
+        for n, c in enumerate(_EGM2008_C_N0, start=2)
+    ),
     rotation_rate=7.292115e-5,
     naif_id=399,
-    source="EGM2008 GM and tide-free J2..J6 (Pavlis et al. 2012); WGS84 radius, flattening and "
-    "rotation rate (NGA.STND.0036, 2014)",
+    source="EGM2008 GM and tide-free J2..J6 (Pavlis et al. 2012; referred to the WGS84 radius); "
+    "WGS84 radius, flattening and rotation rate (NGA.STND.0036, 2014)",
 )
 
 MOON = Body(
