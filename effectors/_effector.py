@@ -95,7 +95,7 @@ class AbstractDynamicEffector(AbstractEffector):
         return {}
 
 
-def as_contribution(part) -> Contribution:
+def as_contribution(part: Contribution | JointContribution) -> Contribution:
     """A `Contribution` from what `contribute` returned (a `JointContribution`'s rows summed into
     a `BackSub`, its derivative fed with the rows' accelerations)."""
     if not isinstance(part, JointContribution):

@@ -1,7 +1,10 @@
 r"""External force and torque (Basilisk `extForceTorque`)."""
 
+from collections.abc import Callable
+
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import ArrayLike, Float
 
 from jaxsim.signals import AbstractSignal, breakpoints_of, evaluate
 from jaxsim.validation import as_array, check_name
@@ -47,7 +50,12 @@ class ExtForceTorque(AbstractDynamicEffector):
         return {"force_N": (3,), "force_B": (3,), "torque_B": (3,)}
 
     def __init__(
-        self, force_N=None, force_B=None, torque_B=None, *, name: str = "ext_force_torque"
+        self,
+        force_N: Float[ArrayLike, "3"] | AbstractSignal | Callable[..., ArrayLike] | None = None,
+        force_B: Float[ArrayLike, "3"] | AbstractSignal | Callable[..., ArrayLike] | None = None,
+        torque_B: Float[ArrayLike, "3"] | AbstractSignal | Callable[..., ArrayLike] | None = None,
+        *,
+        name: str = "ext_force_torque",
     ):
         self.force_N = _vec_or_signal("force_N", force_N)
         self.force_B = _vec_or_signal("force_B", force_B)

@@ -69,7 +69,7 @@ Example 8.14 (integral MRP feedback with RWs) and sec. 3.7 (MRP addition/subtrac
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim import AbstractClock, AbstractDiscreteModel
 from jaxsim.kinematics import cross3, dot3, inv3, mv3
@@ -108,7 +108,9 @@ def _mrp_subtract(sb, sr, sb2, sr2, sbr):
     return jnp.where(q2 > 1.0, -q / _safe_s2(q2), q)
 
 
-def mrp_subtract(sigma_BN, sigma_RN):
+def mrp_subtract(
+    sigma_BN: Float[ArrayLike, "*batch 3"], sigma_RN: Float[ArrayLike, "*batch 3"]
+) -> Float[Array, "*batch 3"]:
     r"""$\boldsymbol\sigma_{B/R}$ from $\boldsymbol\sigma_{B/N}$ and $\boldsymbol\sigma_{R/N}$ (short set, $|\sigma| \le 1$).
 
     $$\boldsymbol\sigma_{B/R} = \frac{(1-\sigma_{R}^2)\,\boldsymbol\sigma_B - (1-\sigma_B^2)\,\boldsymbol\sigma_R
@@ -124,7 +126,13 @@ def mrp_subtract(sigma_BN, sigma_RN):
     return _mrp_subtract(sb, sr, sb2, sr2, sbr)
 
 
-def attitude_error(sigma_BN, omega_BN_B, sigma_RN, omega_RN_N=None, domega_RN_N=None) -> dict:
+def attitude_error(
+    sigma_BN: Float[ArrayLike, "3"],
+    omega_BN_B: Float[ArrayLike, "3"],
+    sigma_RN: Float[ArrayLike, "3"],
+    omega_RN_N: Float[ArrayLike, "3"] | None = None,
+    domega_RN_N: Float[ArrayLike, "3"] | None = None,
+) -> dict:
     r"""Attitude tracking errors of $\mathcal B$ relative to $\mathcal R$ (Basilisk `attTrackingError`).
 
     **Arguments:** `sigma_BN` (3,) [-], `omega_BN_B` (3,) [rad/s] in $\mathcal B$; the reference `sigma_RN`
@@ -220,15 +228,15 @@ class MRPFeedback(eqx.Module):
 
     def __init__(
         self,
-        K,
-        P,
-        I_B,
+        K: Float[ArrayLike, ""],
+        P: Float[ArrayLike, ""],
+        I_B: Float[ArrayLike, "3 3"],
         *,
-        Ki=-1.0,
-        integral_limit=0.0,
-        known_torque_B=None,
-        gsHat_B=None,
-        Js=None,
+        Ki: Float[ArrayLike, ""] = -1.0,
+        integral_limit: Float[ArrayLike, ""] = 0.0,
+        known_torque_B: Float[ArrayLike, "3"] | None = None,
+        gsHat_B: Float[ArrayLike, "n 3"] | None = None,
+        Js: Float[ArrayLike, " n"] | None = None,
         control_law_type: int = 0,
     ):
         c = "MRPFeedback"
@@ -370,7 +378,12 @@ class RWMotorTorque(eqx.Module):
     # Set by `precomputed()` only: the (n, 3) map [Q] of `_matrices()`.
     matrices: Float[Array, "n 3"] | None
 
-    def __init__(self, gsHat_B, control_axes_B=None, available=None):
+    def __init__(
+        self,
+        gsHat_B: Float[ArrayLike, "n 3"],
+        control_axes_B: Float[ArrayLike, "m 3"] | None = None,
+        available: Float[ArrayLike, " n"] | None = None,
+    ):
         c = "RWMotorTorque"
         g = as_array(c, "gsHat_B", gsHat_B, "-", (None, 3))
         self.gsHat_B = check_unit_vectors(c, "gsHat_B", g)
@@ -462,13 +475,13 @@ class RWAttitudeFSW(AbstractDiscreteModel):
 
     def __init__(
         self,
-        clock,
-        control,
-        mapping,
-        sigma_RN,
+        clock: AbstractClock,
+        control: MRPFeedback,
+        mapping: RWMotorTorque,
+        sigma_RN: Float[ArrayLike, "3"],
         *,
-        omega_RN_N=None,
-        domega_RN_N=None,
+        omega_RN_N: Float[ArrayLike, "3"] | None = None,
+        domega_RN_N: Float[ArrayLike, "3"] | None = None,
         wheels: str = "rw",
         spacecraft: str | None = None,
         tick_at_t0: bool = True,

@@ -2,7 +2,7 @@ r"""Inhomogeneous geometric Brownian motion noise states (Basilisk `igbmNoiseSta
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
 
@@ -44,7 +44,13 @@ class GeometricBrownianMotion(AbstractStateEffector):
     commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(
-        self, mu=1.0, tau=1.0, sigma_st=0.0, delta0=None, *, name: str = "geometric_brownian_motion"
+        self,
+        mu: Float[ArrayLike, "*n"] = 1.0,
+        tau: Float[ArrayLike, "*n"] = 1.0,
+        sigma_st: Float[ArrayLike, "*n"] = 0.0,
+        delta0: Float[ArrayLike, "*n"] | None = None,
+        *,
+        name: str = "geometric_brownian_motion",
     ):
         cls = "GeometricBrownianMotion"
         params = {"mu": (mu, "-"), "tau": (tau, "s"), "sigma_st": (sigma_st, "-")}

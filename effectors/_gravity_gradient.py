@@ -1,5 +1,7 @@
 r"""Gravity-gradient torque (Basilisk `GravityGradientEffector`)."""
 
+from collections.abc import Sequence
+
 import equinox as eqx
 import jax.numpy as jnp
 
@@ -32,7 +34,12 @@ class GravityGradient(AbstractDynamicEffector):
     name: str = eqx.field(static=True)
     commands = ()  # reads no commands from `args` (checked by `simulate`)
 
-    def __init__(self, bodies, *, name: str = "gravity_gradient"):
+    def __init__(
+        self,
+        bodies: AbstractGravityBody | Sequence[AbstractGravityBody],
+        *,
+        name: str = "gravity_gradient",
+    ):
         if isinstance(bodies, AbstractGravityBody):
             bodies = (bodies,)
         bodies = tuple(bodies)

@@ -5,10 +5,12 @@ $\mathcal H$ with $[HB]$ (rows $\hat{\mathbf h}_i$ in $\mathcal B$); panel frame
 $\hat{\mathbf s}_1, \hat{\mathbf s}_2 = \hat{\mathbf h}_2, \hat{\mathbf s}_3$; panel CoM $S$ at $\mathbf r_{S/B} = \mathbf r_{H/B} - d\,\hat{\mathbf s}_1$.
 """
 
+from collections.abc import Callable, Mapping, Sequence
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.kinematics import (
     cross3,
@@ -21,7 +23,7 @@ from jaxsim.kinematics import (
     outer3,
     tilde,
 )
-from jaxsim.signals import breakpoints_of
+from jaxsim.signals import AbstractSignal, breakpoints_of
 from jaxsim.validation import (
     check_inertia,
     check_name,
@@ -33,7 +35,7 @@ from jaxsim.validation import (
 )
 
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
-from ._effector import KinematicsStateEffector
+from ._effector import AbstractDynamicEffector, KinematicsStateEffector
 from ._joints import JointContribution, JointRows
 from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import command, input_at, per_unit, unit_count, unit_input
@@ -114,20 +116,21 @@ class HingedRigidBodies(KinematicsStateEffector):
 
     def __init__(
         self,
-        mass,
-        IPntS_S,
-        d,
-        k,
-        r_HB_B,
-        dcm_HB,
+        mass: Float[ArrayLike, " n"],
+        IPntS_S: Float[ArrayLike, "n 3 3"],
+        d: Float[ArrayLike, "*n"],
+        k: Float[ArrayLike, "*n"],
+        r_HB_B: Float[ArrayLike, "n 3"],
+        dcm_HB: Float[ArrayLike, "n 3 3"],
         *,
-        c=0.0,
-        theta0=0.0,
-        thetaDot0=0.0,
-        thetaRef=0.0,
-        thetaDotRef=0.0,
-        motor_torque=0.0,
-        attached=None,
+        c: Float[ArrayLike, "*n"] = 0.0,
+        theta0: Float[ArrayLike, "*n"] = 0.0,
+        thetaDot0: Float[ArrayLike, "*n"] = 0.0,
+        thetaRef: ArrayLike | AbstractSignal | Callable[..., ArrayLike] = 0.0,
+        thetaDotRef: ArrayLike | AbstractSignal | Callable[..., ArrayLike] = 0.0,
+        motor_torque: ArrayLike | AbstractSignal | Callable[..., ArrayLike] = 0.0,
+        attached: Mapping[int, AbstractDynamicEffector | Sequence[AbstractDynamicEffector]]
+        | None = None,
         name: str = "panels",
     ):
         cls = "HingedRigidBodies"

@@ -3,7 +3,7 @@ r"""Mean-reverting (Ornstein-Uhlenbeck) noise states (Basilisk `meanRevertingNoi
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
 
@@ -64,7 +64,14 @@ class MeanRevertingNoise(AbstractStateEffector):
     name: str = eqx.field(static=True)
     commands = ()  # reads no commands from `args` (checked by `simulate`)
 
-    def __init__(self, tau=1.0, sigma=0.0, x0=0.0, *, name: str = "mean_reverting_noise"):
+    def __init__(
+        self,
+        tau: Float[ArrayLike, "*n"] = 1.0,
+        sigma: Float[ArrayLike, "*n"] = 0.0,
+        x0: Float[ArrayLike, "*n"] = 0.0,
+        *,
+        name: str = "mean_reverting_noise",
+    ):
         cls = "MeanRevertingNoise"
         self.n, p = broadcast_params(
             cls, {"tau": (tau, "s"), "sigma": (sigma, "state units"), "x0": (x0, "state units")}

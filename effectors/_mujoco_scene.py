@@ -33,6 +33,7 @@ IROS 2012; MuJoCo documentation, "Computation" and "MJX" chapters (mujoco.readth
 """
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import equinox as eqx
@@ -43,7 +44,7 @@ from jaxsim.dynamic_object import AbstractDynamicObject, ArrayCommand
 from jaxsim.kinematics import cross3, dcm_to_mrp, dot3
 from jaxsim.validation import as_array, check_name
 
-from ._gravity import gravity_at, gravity_bodies
+from ._gravity import AbstractGravityBody, gravity_at, gravity_bodies
 
 
 _CLS = "MuJoCoScene"
@@ -170,7 +171,14 @@ class MuJoCoScene(AbstractDynamicObject):
     actuator_names: tuple = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
-    def __init__(self, mjcf, *, gravity=(), model_gravity: bool = False, name: str = "scene"):
+    def __init__(
+        self,
+        mjcf: str | os.PathLike[str] | Any,
+        *,
+        gravity: AbstractGravityBody | Sequence[AbstractGravityBody] = (),
+        model_gravity: bool = False,
+        name: str = "scene",
+    ):
         mujoco, mjx = _mujoco()
         mj = _load_mjmodel(mjcf)
         gravity = gravity_bodies(_CLS, gravity)

@@ -6,13 +6,15 @@ $\mathcal S$ is $\mathcal S_0$ rotated by $+\theta$ about the spin axis ${}^{S}\
 $[SB] = C(\theta\,{}^{S}\hat{\mathbf s})[S_0B]$, $C(\Phi\hat e) = \cos\Phi\,I + (1-\cos\Phi)\hat e\hat e^T - \sin\Phi[\tilde{\hat e}]$.
 """
 
+from collections.abc import Callable, Mapping, Sequence
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.kinematics import cross3, dcm_to_mrp, dot3, mm3, mtv3, mv3, outer3, tilde
-from jaxsim.signals import breakpoints_of
+from jaxsim.signals import AbstractSignal, breakpoints_of
 from jaxsim.validation import (
     check_inertia,
     check_name,
@@ -22,7 +24,7 @@ from jaxsim.validation import (
 )
 
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
-from ._effector import KinematicsStateEffector
+from ._effector import AbstractDynamicEffector, KinematicsStateEffector
 from ._joints import JointContribution, JointRows
 from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import check_flags, command, input_at, per_unit, unit_count, unit_input
@@ -108,22 +110,23 @@ class SpinningBodies(KinematicsStateEffector):
 
     def __init__(
         self,
-        mass,
-        ISPntSc_S,
-        dcm_S0B,
-        sHat_S,
+        mass: Float[ArrayLike, " n"],
+        ISPntSc_S: Float[ArrayLike, "n 3 3"],
+        dcm_S0B: Float[ArrayLike, "n 3 3"],
+        sHat_S: Float[ArrayLike, "n 3"],
         *,
-        r_SB_B=(0.0, 0.0, 0.0),
-        r_ScS_S=(0.0, 0.0, 0.0),
-        k=0.0,
-        c=0.0,
-        theta0=0.0,
-        thetaDot0=0.0,
-        thetaRef=0.0,
-        thetaDotRef=0.0,
-        motor_torque=0.0,
-        locked=False,
-        attached=None,
+        r_SB_B: Float[ArrayLike, "*n 3"] = (0.0, 0.0, 0.0),
+        r_ScS_S: Float[ArrayLike, "*n 3"] = (0.0, 0.0, 0.0),
+        k: Float[ArrayLike, "*n"] = 0.0,
+        c: Float[ArrayLike, "*n"] = 0.0,
+        theta0: Float[ArrayLike, "*n"] = 0.0,
+        thetaDot0: Float[ArrayLike, "*n"] = 0.0,
+        thetaRef: ArrayLike | AbstractSignal | Callable[..., ArrayLike] = 0.0,
+        thetaDotRef: ArrayLike | AbstractSignal | Callable[..., ArrayLike] = 0.0,
+        motor_torque: ArrayLike | AbstractSignal | Callable[..., ArrayLike] = 0.0,
+        locked: bool | Sequence[bool] = False,
+        attached: Mapping[int, AbstractDynamicEffector | Sequence[AbstractDynamicEffector]]
+        | None = None,
         name: str = "spinners",
     ):
         cls = "SpinningBodies"

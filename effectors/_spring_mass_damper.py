@@ -6,7 +6,7 @@ body-fixed unit direction $\hat{\mathbf p}$ about its equilibrium point $P$ (Bas
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.kinematics import cross3, dot3, mm3, tilde
 from jaxsim.validation import check_name, check_nonnegative, check_positive, check_unit_vectors
@@ -58,7 +58,16 @@ class SpringMassDampers(KinematicsStateEffector):
     commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(
-        self, mass, k, pHat_B, r_PB_B, *, c=0.0, rho0=0.0, rhoDot0=0.0, name: str = "slosh"
+        self,
+        mass: Float[ArrayLike, " n"],
+        k: Float[ArrayLike, "*n"],
+        pHat_B: Float[ArrayLike, "n 3"],
+        r_PB_B: Float[ArrayLike, "n 3"],
+        *,
+        c: Float[ArrayLike, "*n"] = 0.0,
+        rho0: Float[ArrayLike, "*n"] = 0.0,
+        rhoDot0: Float[ArrayLike, "*n"] = 0.0,
+        name: str = "slosh",
     ):
         cls = "SpringMassDampers"
         n = unit_count(cls, "mass", mass)

@@ -2,7 +2,7 @@ r"""A disturbance torque driven by noise states (e.g. Ornstein-Uhlenbeck torque 
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.validation import as_array, check_name
 
@@ -43,7 +43,14 @@ class StochasticTorque(AbstractDynamicEffector):
     name: str = eqx.field(static=True)
     commands = ()  # reads no commands from `args` (checked by `simulate`)
 
-    def __init__(self, noise_state, *, index: int = 0, scale=1.0, name: str = "stochastic_torque"):
+    def __init__(
+        self,
+        noise_state: str,
+        *,
+        index: int = 0,
+        scale: Float[ArrayLike, ""] = 1.0,
+        name: str = "stochastic_torque",
+    ):
         cls = "StochasticTorque"
         self.noise_state = check_name(cls, "noise_state", noise_state)
         if not isinstance(index, int) or index < 0:

@@ -71,6 +71,7 @@ import pathlib
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 import jaxsim as js
 from jaxsim.signals import evaluate
@@ -255,7 +256,7 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def read_vizard(path) -> list:
+def read_vizard(path: str | os.PathLike[str]) -> list:
     """The messages of a Vizard binary file, decoded with this module's schema.
 
     **Arguments:**
@@ -427,15 +428,15 @@ def _body_states(body, ts):
 
 
 def write_vizard(
-    path,
-    sol,
-    model,
+    path: str | os.PathLike[str],
+    sol: js.Solution,
+    model: Spacecraft | js.System,
     *,
-    member=None,
-    spacecraft_name=None,
-    central_body="earth",
-    epoch=None,
-    panel_size=None,
+    member: int | None = None,
+    spacecraft_name: str | None = None,
+    central_body: str | None = "earth",
+    epoch: _dt.datetime | None = None,
+    panel_size: Float[ArrayLike, "*p 3"] | None = None,
     show_wheels: bool = True,
     model_key: str = "",
 ) -> pathlib.Path:
