@@ -9,8 +9,10 @@ on the combined spacecraft the compile time of a step loop fell 2.4x and of its 
 (`unrolled_step` keeps the straight-line form). Each also exposes
 `to_diffrax()`, an equivalent `diffrax.AbstractERK`, so the same scheme runs in `diffrax.diffeqsolve`.
 
-Adaptive (`Tsit5`, `Dopri5`, `Dopri8`) run in `diffrax.diffeqsolve` and need `rtol` and `atol`;
-`to_diffrax()` gives the pair with unrolled stages (`UnrolledTsit5`, ...: diffrax's tableaus and
+Adaptive (`Tsit5`, `Dopri5`, `Dopri8`) need `rtol` and `atol` and run on jaxsim's own adaptive
+core (`jaxsim._adaptive_core`: diffrax's step-control rules, one loop over the flat state; with
+`unrolled=False` the stages run in a loop); runs with events or clocks, and any diffrax solver
+instance, run in `diffrax.diffeqsolve`. `to_diffrax()` gives the pair with unrolled stages (`UnrolledTsit5`, ...: diffrax's tableaus and
 dense output, straight-line step code) when `unrolled=True` (the default for `Dopri8`), or
 diffrax's own solver (the default for `Tsit5` and `Dopri5`).
 
@@ -232,7 +234,15 @@ class RK4(AbstractFixedStepSolver):
 
 
 class AbstractAdaptiveSolver(AbstractSolver):
-    """An embedded Runge-Kutta pair driven by a PID step-size controller (`diffrax.diffeqsolve`).
+    """An embedded Runge-Kutta pair driven by an error-controlled step size.
+
+    `simulate` runs jaxsim's pairs on jaxsim's own adaptive core: the rules of
+    `diffrax.PIDController`'s defaults (the same accepted and rejected steps as
+    `diffrax.diffeqsolve`), one loop over the flat state; `unrolled` chooses between the stages
+    written out (the drift traced once per stage: fastest steps for small drifts) and the stages in
+    a loop (the drift traced once: smaller programs, faster compiles). Pass `solver.to_diffrax()`
+    to run the same pair in `diffrax.diffeqsolve` instead (a cross-check); runs with events or
+    clocks use diffrax.
 
     `unrolled=True`: `to_diffrax()` gives the pair as jaxsim's own diffrax solver with the stages
     unrolled at trace time (diffrax's tableau and dense output; on the XLA CPU runtime, for a small vector field such as a J2 point
