@@ -48,6 +48,7 @@ from ._gravity import (
     SphericalHarmonicGravity as SphericalHarmonicGravity,
 )
 from ._gravity_gradient import GravityGradient as GravityGradient
+from ._harris_priester import HarrisPriesterAtmosphere as HarrisPriesterAtmosphere
 from ._hinged_rigid_bodies import HingedRigidBodies as HingedRigidBodies
 from ._hub import Hub as Hub
 from ._joints import (
@@ -58,6 +59,13 @@ from ._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
 from ._mujoco_scene import MuJoCoScene as MuJoCoScene
 from ._reaction_wheels import ReactionWheels as ReactionWheels
 from ._spacecraft import Spacecraft as Spacecraft
+from ._setup_files import (
+    Setup as Setup,
+    build as build,
+    describe as describe,
+    load_setup as load_setup,
+    save_setup as save_setup,
+)
 from ._spinning_body import SpinningBodies as SpinningBodies
 from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
 from ._srp import (

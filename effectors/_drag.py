@@ -9,7 +9,6 @@ from jaxsim.kinematics import cross3, dot3, mv3
 from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
 
 from ._effector import AbstractDynamicEffector
-from ._exponential_atmosphere import ExponentialAtmosphere
 from ._types import ForceTorque, HubContext
 
 
@@ -38,7 +37,8 @@ class Drag(AbstractDynamicEffector):
 
     **Arguments:**
 
-    - `atmosphere`: an `ExponentialAtmosphere` centred at the integration origin.
+    - `atmosphere`: an `ExponentialAtmosphere` or `HarrisPriesterAtmosphere` (any model with
+      `density_at(t, r_N)`), centred at the integration origin.
     - `Cd`: drag coefficient $C_D$ [-], > 0.
     - `area`: projected area $A$ [m^2], >= 0.
     - `r_cp_B`: centre of pressure relative to $B$ [m], $\mathcal B$ components (Basilisk
@@ -64,7 +64,7 @@ class Drag(AbstractDynamicEffector):
     *Satellite Orbits* (2000), sec. 3.5.
     """
 
-    atmosphere: ExponentialAtmosphere
+    atmosphere: eqx.Module
     Cd: Float[Array, ""]
     area: Float[Array, ""]
     r_cp_B: Float[Array, "3"]
@@ -89,9 +89,10 @@ class Drag(AbstractDynamicEffector):
         name: str = "drag",
     ):
         cls = "Drag"
-        if not isinstance(atmosphere, ExponentialAtmosphere):
+        if not callable(getattr(atmosphere, "density_at", None)):
             raise ValueError(
-                f"{cls}: `atmosphere` must be an ExponentialAtmosphere; got {type(atmosphere).__name__}."
+                f"{cls}: `atmosphere` must be an ExponentialAtmosphere or HarrisPriesterAtmosphere "
+                f"(a model with `density_at(t, r_N)`); got {type(atmosphere).__name__}."
             )
         self.atmosphere = atmosphere
         self.Cd = check_positive(cls, "Cd", as_array(cls, "Cd", Cd, "-", ()), "-")
@@ -118,7 +119,7 @@ class Drag(AbstractDynamicEffector):
 
     def density(self, ctx: HubContext):
         """Corrected density [kg/m^3] at the hub position."""
-        rho = self.atmosphere.density(ctx.r_BN_N)
+        rho = self.atmosphere.density_at(ctx.t, ctx.r_BN_N)
         if self.density_correction is not None:
             delta = read_state(ctx, "Drag", self.density_correction)[self.density_correction_index]
             rho = jnp.maximum(0.0, rho * (1.0 + delta))

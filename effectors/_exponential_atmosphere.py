@@ -73,6 +73,11 @@ class ExponentialAtmosphere(eqx.Module):
         """Altitude [m] of the position `r_N` [m] (relative to the planet centre)."""
         return jnp.sqrt(dot3(r_N, r_N)) - self.planet_radius
 
+    def density_at(self, t, r_N):
+        """Density [kg/m^3] at `r_N` [m] and run time `t` [s] (time-independent here; the form
+        `Drag` calls for every atmosphere)."""
+        return self.density(r_N)
+
     def density(self, r_N):
         """Density [kg/m^3] at `r_N` [m] (relative to the planet centre), shape ()."""
         h = self.altitude(r_N)
