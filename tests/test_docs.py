@@ -15,6 +15,7 @@ GUIDES = [
     "writing_an_effector.md",
     "thrusters.md",
     "variable_mass.md",
+    "environment.md",
 ]
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
