@@ -130,3 +130,37 @@ def test_third_bodies_moon_sun():
     assert _dv_err(v_ours, v_bsk) < DV_RTOL
     # The third bodies do change the step (by ~1e-7 of Delta v), so the comparison sees them.
     assert _dv_err(v_earth_only, v_bsk) > 100 * DV_RTOL
+
+
+# Density: one exp of the same argument (altitude / H with altitude from the same norm).
+DENSITY_RTOL = 1e-13
+
+
+@pytest.mark.parametrize("altitude", [150e3, 400e3, 800e3])
+def test_exponential_atmosphere_density(altitude):
+    """Basilisk `exponentialAtmosphere` reading a spacecraft state message written from Python
+    vs `ExponentialAtmosphere.from_body(EARTH, ...)`."""
+    from Basilisk.architecture import messaging
+    from Basilisk.simulation import exponentialAtmosphere
+    from Basilisk.utilities import SimulationBaseClass, macros
+
+    rho0, H = 1.217, 8500.0  # [kg/m^3], [m]
+    r_N = (fx.astro.EARTH.radius_equatorial + altitude) * np.array([0.6, -0.48, 0.64])
+    sim = SimulationBaseClass.SimBaseClass()
+    proc = sim.CreateNewProcess("p")
+    proc.addTask(sim.CreateNewTask("t", macros.sec2nano(1.0)))
+    atmo = exponentialAtmosphere.ExponentialAtmosphere()
+    atmo.baseDensity = rho0
+    atmo.scaleHeight = H
+    atmo.planetRadius = fx.astro.EARTH.radius_equatorial
+    payload = messaging.SCStatesMsgPayload()
+    payload.r_BN_N = list(r_N)
+    msg = messaging.SCStatesMsg().write(payload)
+    atmo.addSpacecraftToModel(msg)
+    sim.AddModelToTask("t", atmo)
+    sim.InitializeSimulation()
+    sim.ConfigureStopTime(0)
+    sim.ExecuteSimulation()
+    rho_bsk = atmo.envOutMsgs[0].read().neutralDensity
+    atm = fx.ExponentialAtmosphere.from_body(fx.astro.EARTH, rho0, H)
+    np.testing.assert_allclose(atm.density(r_N), rho_bsk, rtol=DENSITY_RTOL)
