@@ -16,6 +16,7 @@ GUIDES = [
     "thrusters.md",
     "variable_mass.md",
     "environment.md",
+    "results_and_setups.md",
 ]
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
