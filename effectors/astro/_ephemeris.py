@@ -101,13 +101,13 @@ class EphemerisPosition(eqx.Module):
     seconds past the run's epoch, `t0` its TDB seconds past J2000)."""
 
     ephemeris: AbstractEphemeris
+    t0: jnp.ndarray  # an array: `vmap`/`grad` over the epoch offset without recompiling
     target: str = eqx.field(static=True)
-    t0: float = eqx.field(static=True)
 
     def __init__(self, ephemeris, target, epoch):
         self.ephemeris = ephemeris
         self.target = _target_name("EphemerisPosition", "target", target)
-        self.t0 = _tdb_offset(epoch)
+        self.t0 = jnp.asarray(_tdb_offset(epoch), dtype=float)
 
     def __call__(self, t):
         return self.ephemeris.position(self.target, self.t0 + t)
