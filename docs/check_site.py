@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
         return 2
     problems = check(Path(argv[0]))
     for line in problems:
-        print(line, file=sys.stderr)
+        print(line)
     print(f"{argv[0]}: {len(problems)} problem(s)")
     return 1 if problems else 0
 
