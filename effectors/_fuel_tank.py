@@ -480,6 +480,14 @@ class FuelTank(AbstractStateEffector):
             raise ValueError(f"{cls}: `flow_prev` needs `basilisk_lag=True`.")
         return x
 
+    def physical_checks(self, x=None) -> dict:
+        """`{quantity: traced bool}`: with a state `x`, the fuel mass within
+        [0, `max_fuel_mass`] [kg] (`effectors._physical`)."""
+        if x is None:
+            return {}
+        m, mmax = x["mass"], self.model.max_fuel_mass
+        return {"fuelMass": (m >= 0.0) & (m <= mmax * (1.0 + 1e-12))}
+
     def supplies(self, x):
         """Whether the tank can feed its thrusters (`x["mass"] > 0`), or None when it does not
         starve them (`starve_thrusters=False`); read by `Spacecraft` (`MassContext.supply`)."""

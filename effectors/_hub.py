@@ -4,8 +4,9 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from jaxsim.kinematics import cross3, dot3, mm3, mv3, tilde
-from jaxsim.validation import as_array, check_inertia, check_positive
+from jaxsim.validation import as_array, check_inertia, check_positive, fail, is_concrete
 
+from ._physical import inertia_ok, positive
 from ._types import EnergyMomentum, MassProps
 
 
@@ -16,7 +17,8 @@ class Hub(eqx.Module):
 
     - `mass`: hub mass $m_{hub}$ [kg], > 0.
     - `IHubPntBc_B`: inertia about the hub CoM $B_c$, $\mathcal B$ components [kg m^2]; symmetric
-      positive definite. With balanced or simple-jitter reaction wheels it must already contain the
+      positive definite, principal moments satisfying the triangle inequality
+      $I_1 + I_2 \ge I_3$. With balanced or simple-jitter reaction wheels it must already contain the
       wheels' full inertia (Basilisk convention).
     - `r_BcB_B`: hub CoM relative to the body origin $B$ [m] (default 0).
 
@@ -32,9 +34,21 @@ class Hub(eqx.Module):
         self.mass = check_positive(cls, "mass", as_array(cls, "mass", mass, "kg", ()), "kg")
         inertia = as_array(cls, "IHubPntBc_B", IHubPntBc_B, "kg m^2", (3, 3))
         self.IHubPntBc_B = check_inertia(cls, "IHubPntBc_B", inertia)
+        if is_concrete(inertia) and not bool(inertia_ok(inertia)):
+            fail(
+                cls,
+                "IHubPntBc_B",
+                "must have principal moments satisfying the triangle inequality I1 + I2 >= I3",
+                "kg m^2",
+                inertia,
+            )
         self.r_BcB_B = (
             jnp.zeros(3) if r_BcB_B is None else as_array(cls, "r_BcB_B", r_BcB_B, "m", (3,))
         )
+
+    def physical_checks(self) -> dict:
+        """`{quantity: traced bool}`: mass > 0, inertia physical (`effectors._physical`)."""
+        return {"mass": positive(self.mass), "IHubPntBc_B": inertia_ok(self.IHubPntBc_B)}
 
     def mass_props(self) -> MassProps:
         r = self.r_BcB_B

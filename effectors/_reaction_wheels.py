@@ -480,6 +480,10 @@ class ReactionWheels(AbstractStateEffector):
         on = (self.betaStatic > 0) & (jnp.abs(Omega) < 0.1 * self.omegaLimitCycle)
         return on.astype(float)
 
+    def physical_checks(self, x=None) -> dict:
+        """`{quantity: traced bool}`: spin-axis inertias `Js` > 0 (`effectors._physical`)."""
+        return {"Js": jnp.all(self.Js > 0.0)}
+
     def init_state(self, **overrides) -> dict:
         """Initial state from the configured `Omega` (and `theta`), or from `overrides`.
 

@@ -20,13 +20,14 @@ import jax.numpy as jnp
 
 from jaxsim.dynamic_object import AbstractDynamicObject, merge_derived
 from jaxsim.kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_to_dcm, mv3, tilde
-from jaxsim.validation import as_array, check_name, check_unique_names
+from jaxsim.validation import as_array, check_name, check_positive, check_unique_names
 
 from . import _joints as joints
 from ._effector import AbstractDynamicEffector, AbstractStateEffector, check_state_effector
 from ._gravity import gravity_at, gravity_bodies
 from ._hub import Hub
 from ._joints import JointContribution
+from ._physical import all_valid
 from ._types import BackSub, ForceTorque, HubContext, MassContext, MassProps
 
 
@@ -157,19 +158,37 @@ class Spacecraft(AbstractDynamicObject):
     - `state_effectors`: effectors with states (reaction wheels, panels, ...), in any order.
     - `dynamic_effectors`: external loads (gravity gradient, external force/torque, ...).
     - `gravity`: gravity bodies (`PointMassGravity`, `SphericalHarmonicGravity`), at most one `central`.
+    - `min_radius`: [m] > 0 or None (default): the composite CoM must stay at least this far from
+      the integration origin (the central body's centre); a `SphericalHarmonicGravity` body's
+      reference radius applies to its own centre in any case (its series diverges inside).
     - `name`: key of this spacecraft in a `System`.
 
     All effector names must be unique and differ from `"hub"`.
+
+    **Physical validity** (`validity(y)`): the hub's mass and inertia (positive definite, triangle
+    inequality), the reaction wheels' `Js`, the tanks' fuel mass within [0, max]; checked at the
+    call by `simulate` when concrete (an error naming the quantity), and in the program when
+    traced (a model changed by `eqx.tree_at`, a dispersion or `vmap`): an invalid parameter, or
+    a CoM inside `min_radius` or a spherical-harmonic body's radius, makes the derivative NaN, so
+    the run fails (`nonfinite_state`, never `ok=True`) and its gradient is NaN.
     """
 
     hub: Hub
     state_effectors: tuple
     dynamic_effectors: tuple
     gravity: tuple
+    min_radius: object
     name: str = eqx.field(static=True)
 
     def __init__(
-        self, hub, *, state_effectors=(), dynamic_effectors=(), gravity=(), name: str = "spacecraft"
+        self,
+        hub,
+        *,
+        state_effectors=(),
+        dynamic_effectors=(),
+        gravity=(),
+        min_radius=None,
+        name: str = "spacecraft",
     ):
         cls = "Spacecraft"
         if not isinstance(hub, Hub):
@@ -195,6 +214,11 @@ class Spacecraft(AbstractDynamicObject):
                     f"state effectors of this spacecraft; got state effectors {sorted(state_names)!r}."
                 )
         self.name = check_name(cls, "name", name)
+        if min_radius is not None:
+            min_radius = check_positive(
+                cls, "min_radius", as_array(cls, "min_radius", min_radius, "m", ()), "m"
+            )
+        self.min_radius = min_radius
         _check_mass_flows(cls, self)
 
     # ----------------------------------------------------------------------------------------------
@@ -390,6 +414,34 @@ class Spacecraft(AbstractDynamicObject):
                 derivatives.append(part.derivative(rDDot_B, omega_dot))
         return rDDot_B, omega_dot, derivatives
 
+    def validity(self, y=None) -> dict:
+        """`{"<effector>.<quantity>": traced bool}` (True where physical): the parameter checks of
+        the hub and effectors (`physical_checks`), and with a state `y` those of the effectors'
+        states (e.g. a tank's fuel within [0, max]). `simulate` reads it (class docstring)."""
+        out = {f"hub.{k}": v for k, v in self.hub.physical_checks().items()}
+        for e in self.state_effectors + self.dynamic_effectors:
+            checks = getattr(e, "physical_checks", None)
+            if not callable(checks):
+                continue
+            x = None if y is None or e.name not in y else y[e.name]
+            for k, v in checks(x).items():
+                out[f"{e.name}.{k}"] = v
+        return out
+
+    def _admissible(self, ctx: HubContext):
+        """Traced bool: parameters physical and the CoM outside `min_radius` and the reference
+        radius of every spherical-harmonic body (the drift is NaN otherwise)."""
+        ok = all_valid(self.validity())
+        r_abs = ctx.r_CN_N + ctx.r_origin_N
+        if self.min_radius is not None:
+            ok = ok & (dot3(ctx.r_CN_N, ctx.r_CN_N) >= self.min_radius**2)
+        for b in self.gravity:
+            R = getattr(b, "radius", None)
+            if R is not None:
+                x = r_abs - b.position(ctx.t)
+                ok = ok & (dot3(x, x) >= R**2)
+        return ok
+
     def drift(self, t, y, args):
         ctx = self.context(t, y, args)
         rDDot_B, omega_dot, derivatives = self._solve(ctx, y)
@@ -404,7 +456,9 @@ class Spacecraft(AbstractDynamicObject):
         }
         for e, dx in zip(self.state_effectors, derivatives):
             dy[e.name] = dx
-        return dy
+        # A non-physical model or a singular state fails the run instead of integrating on.
+        bad = jnp.where(self._admissible(ctx), 0.0, jnp.nan)
+        return jax.tree_util.tree_map(lambda d: d + bad.astype(d.dtype), dy)
 
     @property
     def noise_dim(self) -> int:

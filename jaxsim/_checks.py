@@ -535,6 +535,39 @@ def check_held_commands(model, clocks, t0, y0, args, key=None) -> None:
 # All of them
 
 
+def _validity(model, y0, prefix=""):
+    """`{name: bool array}` of a model's physical checks (`model.validity(y0)`, an optional
+    protocol of dynamic objects), a `System`'s objects' under their names."""
+    out = {}
+    if isinstance(model, System):
+        for obj in model.objects:
+            sub = y0.get(obj.name) if isinstance(y0, Mapping) else None
+            out.update(_validity(obj, sub, f"{prefix}{obj.name}."))
+        return out
+    validity = getattr(model, "validity", None)
+    if callable(validity):
+        for k, v in validity(y0).items():
+            out[prefix + k] = v
+    return out
+
+
+def check_physical(model, y0) -> None:
+    """A concrete model whose physical checks fail (e.g. a hub mass set to a negative value with
+    `eqx.tree_at`, a fuel load above the tank's maximum in `y0`) is refused, naming the quantities.
+
+    Traced values are left to the model: they fail the run in the program (e.g. `Spacecraft`
+    makes its derivative NaN: `nonfinite_state`)."""
+    checks = _validity(model, y0)
+    bad = [k for k, v in checks.items() if is_concrete(v) and not bool(np.all(np.asarray(v)))]
+    if bad:
+        raise ValueError(
+            f"simulate: the model is not physical: {', '.join(bad)} out of range (mass and "
+            "inertias must be positive, inertias positive definite with principal moments "
+            "satisfying I1 + I2 >= I3, fuel within [0, max_fuel_mass]); was it changed after "
+            "construction (eqx.tree_at, a dispersion)?"
+        )
+
+
 def check_call(
     model,
     y0,
@@ -561,6 +594,7 @@ def check_call(
     model = model_as_traced(model)
     key_ = structure_key(model)
     y0 = check_y0(model, y0, key_)
+    check_physical(model, y0)
     check_times(t0, t1, ts, dt, sample_dt)
     check_solver(solver)
     type(model).check_solver(model, solver, dt)  # no bound-method module (see `simulate`)

@@ -2,6 +2,7 @@
 unclear failure that was found, each asserting the corrected behaviour (each failed before)."""
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -64,3 +65,82 @@ def test_thrusters_starve_from_an_empty_tank():
     assert abs(dv - dv_rocket) <= step_dv
     # Basilisk's rule: thrust continues on an empty tank (about 10 s more at F / m_dry).
     assert float(out[False].ys["hub"]["v_BN_N"][-1, 0]) > dv + 5.0
+
+
+# --------------------------------------------------------------------------------------------------
+# Physics changed after construction; singular states
+
+
+def _rigid_sc(**kw):
+    sc = fx.Spacecraft(fx.Hub(750.0, np.diag([900.0, 800.0, 600.0])), **kw)
+    return sc
+
+
+@pytest.mark.parametrize(
+    "where, value, name",
+    [
+        (lambda s: s.hub.mass, -750.0, "hub.mass"),
+        (lambda s: s.hub.IHubPntBc_B, -np.eye(3), "hub.IHubPntBc_B"),  # not positive definite
+        (lambda s: s.hub.IHubPntBc_B, np.diag([1.0, 1.0, 3.0]), "hub.IHubPntBc_B"),  # 1 + 1 < 3
+    ],
+)
+def test_physics_changed_after_construction(where, value, name):
+    """A model changed with `eqx.tree_at` is refused at the call (naming the quantity) when
+    concrete, and fails in the program (never ok=True, gradient NaN) when traced."""
+    sc = _rigid_sc()
+    y0 = sc.init_state(Z3, Z3, Z3, np.array([0.01, 0.02, 0.0]))
+    bad = eqx.tree_at(where, sc, jnp.asarray(value))
+    with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+        js.simulate(bad, y0, 1.0, dt=0.1)
+
+    def run(v):
+        return js.simulate(eqx.tree_at(where, sc, v), y0, 1.0, dt=0.1, throw=False)
+
+    sol = jax.jit(run)(jnp.asarray(value))
+    assert not bool(sol.ok)
+    g = jax.jit(jax.grad(lambda v: jnp.sum(run(v).ys["hub"]["omega_BN_B"][-1])))(jnp.asarray(value))
+    assert np.all(np.isnan(np.asarray(g)))
+
+
+def test_inertia_triangle_inequality_at_construction():
+    with pytest.raises(ValueError, match="triangle inequality"):
+        fx.Hub(1.0, np.diag([1.0, 1.0, 3.0]))
+
+
+def test_fuel_above_max_in_y0_is_refused():
+    tank = fx.FuelTank(fx.ConstantVolumeTank(10.0, 0.5), name="tank")
+    sc = fx.Spacecraft(fx.Hub(100.0, np.eye(3)), state_effectors=(tank,))
+    y0 = sc.init_state(Z3, Z3, Z3, Z3)
+    y0["tank"]["mass"] = jnp.asarray(20.0)  # above max_fuel_mass = 10 kg
+    with pytest.raises(ValueError, match=r"tank\.fuelMass"):
+        js.simulate(sc, y0, 1.0, dt=0.1)
+
+
+MU_EARTH = 3.986004418e14  # [m^3/s^2]
+R_EARTH = 6.3781e6  # [m]
+
+
+def test_fall_through_the_centre_fails():
+    """A radial fall from rest at 7000 km passes through the body: with `min_radius` (or a
+    spherical-harmonic body's radius) the run fails instead of reporting success, and the
+    gradient through it is NaN."""
+    g = fx.PointMassGravity(MU_EARTH, central=True)
+    sc = _rigid_sc(gravity=[g], min_radius=R_EARTH)
+
+    def run(r):
+        y0 = sc.init_state(jnp.stack([r, 0.0, 0.0]), Z3, Z3, Z3)
+        return js.simulate(sc, y0, 2000.0, dt=1.0, throw=False)
+
+    sol = run(7.0e6)
+    assert not bool(sol.ok)
+    g_r = jax.jit(jax.grad(lambda r: run(r).ys["hub"]["r_BN_N"][-1, 0]))(7.0e6)
+    assert np.isnan(float(g_r))
+    # Spherical harmonics: the body's reference radius applies without `min_radius`.
+    sh = fx.SphericalHarmonicGravity.j2(MU_EARTH, R_EARTH, 1.08263e-3, central=True)
+    sc2 = _rigid_sc(gravity=[sh])
+    y0 = sc2.init_state(np.array([7.0e6, 0.0, 0.0]), Z3, Z3, Z3)
+    assert not bool(js.simulate(sc2, y0, 2000.0, dt=1.0, throw=False).ok)
+    # A circular orbit above the surface is untouched.
+    v = np.sqrt(MU_EARTH / 7.0e6)
+    y1 = sc.init_state(np.array([7.0e6, 0.0, 0.0]), np.array([0.0, v, 0.0]), Z3, Z3)
+    assert bool(js.simulate(sc, y1, 2000.0, dt=1.0, throw=False).ok)
