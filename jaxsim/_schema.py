@@ -39,6 +39,7 @@ dimensions, event names, run settings), so `sol.to_xarray()` needs no model.
 import dataclasses
 import json
 import re
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -161,11 +162,26 @@ def model_elements(model) -> dict:
 
 
 _INFOS: "OrderedDict[Any, tuple]" = OrderedDict()
+_BY_ID: dict = {}  # id(model) -> (weak reference, part): repeated runs of one model object
 
 
 def _model_part(model) -> tuple:
     """`(units, elements)` of a model, cached by its pytree structure (names and static
     configuration; not the parameter values, which units and dimensions do not depend on)."""
+    seen = _BY_ID.get(id(model))
+    if seen is not None and seen[0]() is model:  # the same model again: no flattening
+        return seen[1]
+    part = _model_part_by_structure(model)
+    try:
+        _BY_ID[id(model)] = (weakref.ref(model), part)
+        if len(_BY_ID) > _CACHE_SIZE:
+            _BY_ID.pop(next(iter(_BY_ID)))
+    except TypeError:  # not weak-referenceable
+        pass
+    return part
+
+
+def _model_part_by_structure(model) -> tuple:
     try:
         key = (type(model), jax.tree_util.tree_structure(model))
         hash(key)
