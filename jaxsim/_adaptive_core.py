@@ -130,12 +130,12 @@ def step_unrolled(pair: Pair, f, t0, t1, y0, f0):
     """One step from `(t0, y0)` to `t1` with `f0 = f(t0, y0)`: `(y1, error, k, f_last)`, `k` the
     stages times the step (shape `(s, n)`, what the interpolants take). Stages written out."""
     a, b, e, c = pair.a, pair.b, pair.e, pair.c
-    h = t1 - t0
+    h = (t1 - t0).astype(y0.dtype)
     ks = [h * f0]
     fi, yi = f0, y0
     for i in range(1, pair.stages):
         yi = _combine(y0, a[i], ks)
-        fi = f(_stage_time(t0, t1, h, c[i]), yi)
+        fi = f(_stage_time(t0, t1, t1 - t0, c[i]), yi)
         ks.append(h * fi)
     y1 = yi if pair.ssal else _combine(y0, b, ks)
     err = _combine(None, e, ks)
@@ -151,14 +151,14 @@ def step_looped(pair: Pair, f, t0, t1, y0, f0):
     for i, row in enumerate(pair.a):
         amat[i, : len(row)] = row
     cvec = np.asarray(pair.c, dtype=float)
-    h = t1 - t0
+    h = (t1 - t0).astype(y0.dtype)
     k0 = jnp.zeros((s,) + y0.shape, y0.dtype).at[0].set(h * f0)
 
     def stage(i, carry):
         ks, _ = carry
         yi = y0 + jnp.asarray(amat)[i] @ ks
         ci = jnp.asarray(cvec)[i]
-        ti = jnp.where(ci == 1.0, t1, t0 + ci * h)
+        ti = jnp.where(ci == 1.0, t1, t0 + ci * (t1 - t0))
         fi = f(ti, yi)
         return ks.at[i].set(h * fi), fi
 
@@ -241,10 +241,12 @@ def integrate(
     (attempts), `num_accepted_steps`, `num_rejected_steps`, `result` (`successful` or
     `max_steps_reached`), `t_final`.
     """
-    ts = jnp.asarray(ts, y0.dtype)
+    # Times in the default float (float64), whatever the state's dtype.
+    tdtype = jnp.result_type(float)
+    ts = jnp.asarray(ts, tdtype)
     n_ts = ts.shape[0]
-    t0 = jnp.asarray(t0, y0.dtype)
-    t1 = jnp.asarray(t1, y0.dtype)
+    t0 = jnp.asarray(t0, tdtype)
+    t1 = jnp.asarray(t1, tdtype)
     step = step_unrolled if unrolled else step_looped
     if step_map is None:
         step_map = lambda t, y: (y, {})  # noqa: E731
@@ -274,9 +276,9 @@ def integrate(
 
     f0 = f(t0, y0)
     if dt0 is None:
-        dt_first = initial_step(f, t0, y0, f0, pair.order, rtol, atol)
+        dt_first = initial_step(f, t0, y0, f0, pair.order, rtol, atol).astype(tdtype)
     else:
-        dt_first = jnp.asarray(dt0, y0.dtype)
+        dt_first = jnp.asarray(dt0, tdtype)
     tnext = t0 + dt_first
     if jumps is not None:  # diffrax clips the first step at a breakpoint too
         jt = jnp.asarray(jumps)
@@ -318,7 +320,7 @@ def integrate(
         fmin = jnp.where(keep, 1.0, FACTOR_MIN)
         fmax = jnp.where(keep, FACTOR_MAX, SAFETY)
         factor = jax.lax.stop_gradient(jnp.clip(SAFETY * inv**inv_order, fmin, fmax))
-        h_new = (tn - tp) * factor
+        h_new = (tn - tp) * factor.astype(tdtype)
         t_start = jnp.where(keep, tn, tp)
         t_end = t_start + h_new
         t_start, t_end, made_jump = clip_jump(t_start, t_end)
@@ -347,7 +349,7 @@ def integrate(
             def save_body(c):
                 i, buf = c
                 ti = ts_arr[i]
-                return i + 1, buf.at[i].set(interp.evaluate(ti))
+                return i + 1, buf.at[i].set(interp.evaluate(ti).astype(buf.dtype))
 
             save_index, ys = eqxi.while_loop(
                 save_cond, save_body, (save_index, ys), max_steps=n_ts,
@@ -372,8 +374,9 @@ def integrate(
     result = RESULTS.where(ok, RESULTS.successful, RESULTS.max_steps_reached)
     ys = final.ys
     if endpoints_only:
+        # As diffrax's save at t1: the last state, at the time reached.
         ys = jnp.stack([y0, final.y])
-        t_final = jnp.where(ok, t1, t0)
+        t_final = jnp.where(ok, t1, final.tprev)
     else:
         # Samples not reached hold the last state (as diffrax pads them); the run's end for
         # `t_final` is the last sample reached.
