@@ -29,14 +29,18 @@ environment variables at trace time, which no key sees), objects whose value can
 (a repr with an address), arrays closed over by functions, several devices. Such a call traces as
 usual (JAX's persistent compilation cache still serves the XLA compile); the plain fixed-step and
 adaptive drivers (`IN_PROCESS`) then hold their compiled program in the process, so that repeated
-calls skip equinox's per-call filtering. Programs with host callbacks (`progress`, in-program
-error checks) cannot be serialized and are not stored either.
+calls skip equinox's per-call filtering. Programs with host callbacks (in-program error checks)
+cannot be serialized and are not stored either; the one exception is jaxsim's progress reports
+(`jaxsim._progress`, in the top-level programs of `simulate` this cache can key): their host functions are
+module-level, so a stored program names them and its loader connects them again
+(`_progress_function`).
 
 Module-level globals of the trusted packages are taken to be constants (their source is hashed).
 """
 
 import dataclasses
 import enum
+import fractions
 import functools
 import hashlib
 import importlib.metadata
@@ -57,7 +61,7 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-_FORMAT = "jaxsim-program-cache-1"
+_FORMAT = "jaxsim-program-cache-2"  # 2: progress reports (their host functions' names) stored
 # Packages whose classes and functions may appear in a key: their source is hashed (or, for the
 # large ones, their version is in the key), and their trace-time behaviour depends on nothing else.
 TRUSTED_PACKAGES = frozenset(
@@ -205,6 +209,8 @@ class _Keyer:
             return ("complex", x.real.hex(), x.imag.hex())
         if isinstance(x, np.dtype):
             return ("dtype", x.str)
+        if isinstance(x, fractions.Fraction):  # clock periods and offsets (exact)
+            return ("fraction", repr(x.numerator), repr(x.denominator))
         if isinstance(x, np.generic):
             return ("np", x.dtype.str, x.tobytes().hex())
         if isinstance(x, np.ndarray):
@@ -349,6 +355,40 @@ def _environment(options) -> tuple:
     )
 
 
+_structures: dict = {}  # treedef -> whether its node types and static data can be keyed
+
+
+def keyable_structure(tree) -> bool:
+    """Whether the structure of `tree` (its pytree node types and their static data: equinox
+    modules' static fields, functions) can be written into a key, i.e. whether a program over it
+    can be stored (the other parts of a key permitting). Cheap: remembered per structure."""
+    treedef = jax.tree_util.tree_structure(tree)
+    try:
+        known = _structures.get(treedef)
+    except TypeError:  # unhashable static data
+        return False
+    if known is None:
+        try:
+            _Keyer().treedef(treedef, 0)
+            known = True
+        except Unkeyable:
+            known = False
+        if len(_structures) >= _MAX_MEMORY_ENTRIES:
+            _structures.pop(next(iter(_structures)))
+        _structures[treedef] = known
+    if not known:
+        return False
+    # Leaves that are neither arrays nor numbers (functions, objects) are keyed by value.
+    plain = (jax.Array, np.ndarray, np.generic, bool, int, float, complex, type(None))
+    try:
+        for leaf in jax.tree_util.tree_leaves(tree):
+            if not isinstance(leaf, plain):
+                _Keyer().token(leaf)
+    except Unkeyable:
+        return False
+    return True
+
+
 def program_key(fun, options, static, avals) -> str:
     """The text of the key of `fun`'s program for these arguments (module docstring); raises
     `Unkeyable` when a part of it cannot be written reliably."""
@@ -371,18 +411,95 @@ def _path(folder: Path, key: str) -> Path:
     return folder / (hashlib.sha256(key.encode()).hexdigest() + ".bin")
 
 
-def _load(path: Path, key: str):
+def _progress_function(callback):
+    """The `jaxsim._progress` host function a compiled program's host callback calls, or None.
+
+    `jax.debug.callback(f, ...)` reaches the executable as closures around `f` (JAX's flattening,
+    lowering and result checks); `f` is found among their closed-over functions.
+    """
+    from ._progress import HOST_FUNCTIONS
+
+    seen, todo = set(), [callback]
+    while todo and len(seen) < 32:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if any(f is g for g in HOST_FUNCTIONS.values()):
+            return f
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if callable(value):
+                todo.append(value)
+    return None
+
+
+def _reconnected(name):
+    # What the runtime calls for a stored progress report: its operands as numpy arrays, and no
+    # results (the contract of `jax.debug.callback`'s host callbacks).
+    from ._progress import HOST_FUNCTIONS
+
+    host = HOST_FUNCTIONS[name]
+
+    def callback(*operands):
+        host(*operands)
+        return ()
+
+    return callback
+
+
+def _serialize(compiled):
+    """`(payload, in_tree, out_tree, progress)`: as `jax.experimental.serialize_executable`, with
+    the program's progress callbacks (`progress`: their host functions' names) left out."""
     from jax.experimental import serialize_executable
 
+    unloaded = compiled._executable._unloaded_executable
+    callbacks = list(getattr(unloaded, "host_callbacks", ()) or ())
+    if not callbacks:
+        return (*serialize_executable.serialize(compiled), ())
+    names = tuple(_progress_function(cb).__name__ for cb in callbacks)
+    bare = dataclasses.replace(unloaded, host_callbacks=[], keepalive=[])
+    args_flat, in_tree = jax.tree_util.tree_flatten(compiled.args_info)
+    with io.BytesIO() as buf:
+        serialize_executable._JaxPjrtPickler(buf).dump((bare, args_flat, compiled._no_kwargs))
+        return buf.getvalue(), in_tree, compiled.out_tree, names
+
+
+def _deserialize(payload, in_tree, out_tree, progress):
+    from jax.experimental import serialize_executable
+
+    if not progress:
+        return serialize_executable.deserialize_and_load(payload, in_tree, out_tree)
+    callbacks = [_reconnected(name) for name in progress]
+    backend = jax.devices()[0].client
+
+    class Unpickler(serialize_executable._JaxPjrtUnpickler):
+        def persistent_load(self, pid):
+            if pid[0] == "exec":
+                return self.backend.deserialize_executable(
+                    pid[1], executable_devices=self.execution_devices, host_callbacks=callbacks
+                )
+            return super().persistent_load(pid)
+
+    bare, args_flat, no_kwargs = Unpickler(io.BytesIO(payload), backend).load()
+    unloaded = dataclasses.replace(bare, host_callbacks=callbacks, keepalive=callbacks)
+    args_info = jax.tree_util.tree_unflatten(in_tree, args_flat)
+    return jax.stages.Compiled(unloaded.load(), [], args_info, out_tree, no_kwargs=no_kwargs)
+
+
+def _load(path: Path, key: str):
     try:
         blob = path.read_bytes()
     except OSError:
         return None
     try:
-        stored_key, payload, in_tree, out_tree, skeleton = pickle.loads(blob)
+        stored_key, payload, in_tree, out_tree, skeleton, progress = pickle.loads(blob)
         if stored_key != key:
             return None
-        compiled = serialize_executable.deserialize_and_load(payload, in_tree, out_tree)
+        compiled = _deserialize(payload, in_tree, out_tree, progress)
         return _Entry(compiled, skeleton, verified=False, path=path)
     except Exception as err:  # noqa: BLE001 - a damaged or foreign file: compile again
         logger.debug("jaxsim: ignoring cached program %s (%s: %s)", path, type(err).__name__, err)
@@ -390,12 +507,10 @@ def _load(path: Path, key: str):
 
 
 def _store(path: Path, key: str, compiled, skeleton) -> None:
-    from jax.experimental import serialize_executable
-
     try:
-        payload, in_tree, out_tree = serialize_executable.serialize(compiled)
+        payload, in_tree, out_tree, progress = _serialize(compiled)
         with io.BytesIO() as buf:
-            pickle.dump((key, payload, in_tree, out_tree, skeleton), buf, protocol=5)
+            pickle.dump((key, payload, in_tree, out_tree, skeleton, progress), buf, protocol=5)
             blob = buf.getvalue()
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -479,8 +594,9 @@ def _compile_fresh(lowered):
 def _compile(fun, options, treedef, template, positions, leaves, *, for_disk=True):
     """Trace, lower and compile `fun` on its array arguments `leaves` (at `positions` of the
     flattened arguments `template`); returns `(compiled, skeleton, storable)`, or None when the
-    program has host callbacks (not serializable; and equinox's `filter_jit` must run such a
-    program to report an in-program error in its own words). Without `for_disk` the program is
+    program has host callbacks other than jaxsim's progress reports (not serializable; and
+    equinox's `filter_jit` must run such a program to report an in-program error in its own
+    words). Without `for_disk` the program is
     for this process only (`storable` False) and JAX's persistent cache may serve its compile."""
     out_parts = {}
 
@@ -499,8 +615,10 @@ def _compile(fun, options, treedef, template, positions, leaves, *, for_disk=Tru
     flat.__qualname__ = getattr(fun, "__qualname__", flat.__name__)
     lowered = jax.jit(flat, compiler_options=options or None).lower(*leaves)
     compile_args = getattr(getattr(lowered, "_lowering", None), "compile_args", None)
-    if not isinstance(compile_args, dict) or compile_args.get("host_callbacks", True):
-        return None  # host callbacks (or a JAX that hides them)
+    if not isinstance(compile_args, dict) or "host_callbacks" not in compile_args:
+        return None  # a JAX that hides them
+    if any(_progress_function(cb) is None for cb in compile_args["host_callbacks"]):
+        return None  # host callbacks other than progress reports
     if for_disk:
         compiled, storable = _compile_fresh(lowered)
     else:

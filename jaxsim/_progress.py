@@ -1,34 +1,56 @@
-"""Progress of long runs: `simulate(..., progress=True)`.
+"""Progress of long runs: `simulate(..., progress=True)`, and the bars of `run_batch` and
+`run_campaign`.
 
-The compiled run reports the simulated time it has reached through `jax.debug.callback`, at
-points that cost nothing per step: after each sample interval and each checkpoint block of the
-fixed-grid stepper, after each segment of the hybrid segment loop, and through diffrax's own
-progress meter on the plain diffrax paths (every accepted step there). With `progress=False` (the
-default) the program contains no callback at all.
+**Reports.** The compiled run reports the simulated time it has reached through
+`jax.debug.callback`, at points that cost little per step: after each sample interval and each
+checkpoint block of the fixed-grid stepper, after each segment of the hybrid segment loop, and
+through diffrax's progress meter on the plain diffrax paths (every accepted step there). Each
+report carries a token, an array argument of the program, naming the host target of this call
+(0: none). A top-level `simulate` whose program jaxsim's program cache can store (models,
+solvers and clocks of jaxsim's and the effectors library's classes, the cache on) builds it with
+these reports, each behind a `lax.cond` on the token, so that `progress=False` and `progress=True`
+run one compiled program (no compile when switching: `tests/test_progress.py`); the price is an
+untaken branch per interval, block or adaptive step, and JAX's slower dispatch path for programs
+with host callbacks (measured in the commit that made it). jaxsim's program cache stores such
+programs and connects the reports again when it loads them (`jaxsim._program_cache`). Elsewhere
+`progress=False` adds no reports: a model or clock class of the user's, or jaxsim's cache off
+(`JAXSIM_CACHE=0`), where JAX's persistent cache, which refuses programs with host callbacks, keeps
+the program for the next process (switching progress on then compiles once more); and inside a
+user's `jit`/`vmap`/`grad` (the outer transformation is compiled per `progress` value anyway).
 
-`progress=True` shows a bar on stderr (tqdm when installed, else one text line per tenth of the
-horizon); a callable `progress(t, t1)` [s] receives every report instead (for a GUI, a log, a
-test). Under `vmap` the earliest time over the batch is reported (the slowest member); under
-`jax.grad` the reports come again while the backward pass recomputes the checkpointed intervals.
+**Display.** `progress=True` draws a `tqdm.auto` bar (a Jupyter widget where ipywidgets is
+installed, text on stderr elsewhere; tqdm is the `progress` extra, and `progress=True` without it
+is refused): the status "compiling" from the call until the first report (the compile, or a
+program load, comes first), then the simulated time reached and the rate in simulated seconds per
+wall-clock second, measured from the first report. A callable `progress(t, t1)` [s] receives every
+report instead (a GUI, a log, a test). Under `vmap` the earliest time over the batch is reported
+(the slowest member); under `jax.grad` the reports come again while the backward pass recomputes
+the checkpointed intervals. `run_batch` and `run_campaign` use the same `Bar` (members, members per
+second).
 """
 
-import functools
-import sys
+import collections
+import itertools
 import threading
 import time
 from collections.abc import Callable
 
 import diffrax as dfx
+import equinox as eqx
 import jax
 import numpy as np
 
 
-# Text reports (no tqdm): one line each time the run passes another tenth of the horizon.
-_TEXT_STEPS = 10
+# Host targets (displays or callables) by token, the most recent first out of the table last: a
+# program traced with a constant token (inside a user's jit) reports to it while it is here.
+_MAX_TARGETS = 256
 
 
 def check_progress(where: str, progress):
-    """`progress` as given (bool or callable), or a ValueError naming it."""
+    """`progress` as given (bool or callable), or a ValueError naming it; `True` needs tqdm."""
+    if progress is True:
+        tqdm_class(where)
+        return progress
     if isinstance(progress, bool) or callable(progress):
         return progress
     raise ValueError(
@@ -36,67 +58,187 @@ def check_progress(where: str, progress):
     )
 
 
-class _Display:
-    """The host side of one `progress=True` run: a tqdm bar in percent, or text lines."""
+def tqdm_class(where: str):
+    """`tqdm.auto.tqdm`, or an ImportError saying how to install it."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError as err:
+        raise ImportError(
+            f"{where}: `progress=True` draws a tqdm progress bar, and tqdm is not installed: "
+            "`pip install 'jaxsim[progress]'` (or `pip install tqdm`), or pass a callable that "
+            "receives each report."
+        ) from err
+    return tqdm
 
-    def __init__(self, t0: float, t1: float):
-        self.t0, self.t1 = float(t0), float(t1)
+
+class Bar:
+    """One progress bar (`tqdm.auto`) of `simulate`, `run_batch` or `run_campaign`.
+
+    Opened with the status "compiling"; `update(n)` sets the position (in `unit`) and shows the
+    rate in `unit` per second measured from the first update (so the compile is not counted).
+    """
+
+    def __init__(self, where: str, total: float, unit: str, *, compiling: bool = True):
+        tqdm = tqdm_class(where)
+        self.unit, self.total = unit, total
         self.lock = threading.Lock()
-        self.bar = None
-        self.last = None
-        self.start = None
+        self.first = None  # (wall time, position) at the first update
+        fmt = "{n:.4g}/{total:.4g}" if unit.endswith(" s") else "{n:.0f}/{total:.0f}"
+        self.bar = tqdm(
+            total=total,
+            desc=where,
+            unit=unit,
+            bar_format="{l_bar}{bar}| " + fmt + " {unit} [{elapsed}{postfix}]",
+            dynamic_ncols=True,
+        )
+        if compiling:
+            self.bar.set_postfix_str("compiling")
 
-    def _open(self):
-        self.start = time.perf_counter()
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            self.bar = None
-        else:
-            self.bar = tqdm(total=100, desc="simulate", unit="%", file=sys.stderr)
-
-    def __call__(self, t, t1):
-        span = self.t1 - self.t0
-        frac = 1.0 if span <= 0 else min(max((float(t) - self.t0) / span, 0.0), 1.0)
+    def status(self, text: str) -> None:
+        """Show `text` (e.g. "running" once compiled) until the next update."""
         with self.lock:
-            if self.last is None or frac < self.last:  # a new run of the same program
-                if self.bar is not None:
-                    self.bar.close()
-                self._open()
-                self.last = 0.0
             if self.bar is not None:
-                self.bar.update(int(100 * frac) - int(100 * self.last))
-            elif int(_TEXT_STEPS * frac) > int(_TEXT_STEPS * self.last) or frac == 1.0 > self.last:
-                print(
-                    f"simulate: {100 * frac:3.0f} % (t = {float(t):.6g} of {self.t1:.6g} s, "
-                    f"{time.perf_counter() - self.start:.1f} s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            self.last = frac
-            if frac >= 1.0 and self.bar is not None:
+                self.bar.set_postfix_str(text)
+
+    def update(self, n: float, extra: str = "") -> None:
+        with self.lock:
+            if self.bar is None:
+                return
+            now = time.perf_counter()
+            if self.first is None:
+                self.first = (now, n)
+                status = "running"
+            else:
+                t_first, n_first = self.first
+                rate = (n - n_first) / (now - t_first) if now > t_first else 0.0
+                status = f"{rate:.4g} {self.unit}/s"
+            self.bar.n = n
+            self.bar.set_postfix_str(status + (f", {extra}" if extra else ""), refresh=False)
+            self.bar.refresh()
+
+    def close(self) -> None:
+        with self.lock:
+            if self.bar is not None:
                 self.bar.close()
                 self.bar = None
 
 
-class Reporter:
-    """What a driver calls inside the compiled run: `reporter(t)` reports time `t` [s] to the host.
+class _Display:
+    """The host side of one `progress=True` call of `simulate`: a `Bar` in simulated seconds."""
 
-    Built outside the trace from the user's `progress` (True or a callable) and the horizon.
-    """
+    def __init__(self, t0: float, t1: float):
+        self.t0, self.t1 = float(t0), float(t1)
+        self.last = None
+        self.bar = Bar("simulate", self.t1 - self.t0, "sim s")
 
+    def __call__(self, t, t1):
+        span = self.t1 - self.t0
+        frac = 1.0 if span <= 0 else min(max((float(t) - self.t0) / span, 0.0), 1.0)
+        if self.last is not None and frac < self.last:
+            # A new run of a program traced with this display (a user's jit called again).
+            self.bar.close()
+            self.bar = Bar("simulate", span, "sim s", compiling=False)
+        self.last = frac
+        self.bar.update(frac * span)
+        if frac >= 1.0:
+            self.bar.close()
+
+    def close(self):
+        self.bar.close()
+
+
+class _Target:
     def __init__(self, progress, t0: float, t1: float):
         self.t0, self.t1 = float(t0), float(t1)
-        self.target: Callable = _Display(t0, t1) if progress is True else progress
+        self.fn: Callable = _Display(t0, t1) if progress is True else progress
 
-    def _host(self, t):
-        self.target(float(np.min(np.asarray(t))), self.t1)
+    def time(self, t: float):
+        self.fn(t, self.t1)
 
-    def _host_fraction(self, p):
-        self.target(self.t0 + float(np.min(np.asarray(p))) * (self.t1 - self.t0), self.t1)
+    def close(self):
+        if isinstance(self.fn, _Display):
+            self.fn.close()
+
+
+_targets: collections.OrderedDict = collections.OrderedDict()
+_targets_lock = threading.Lock()
+_tokens = itertools.count(1)
+
+
+def _register(progress, t0, t1) -> int:
+    token = next(_tokens)
+    target = _Target(progress, t0, t1)
+    with _targets_lock:
+        _targets[token] = target
+        old = _targets.popitem(last=False)[1] if len(_targets) > _MAX_TARGETS else None
+    if old is not None:
+        old.close()
+    return token
+
+
+def release(reporter) -> None:
+    """Close the display of `reporter`'s call (after a run that failed before its last report)."""
+    if reporter is None:
+        return
+    with _targets_lock:
+        target = _targets.pop(int(np.asarray(reporter.token)), None)
+    if target is not None:
+        target.close()
+
+
+def guarded(reporter, fn, *args, **kwargs):
+    """`fn(*args, **kwargs)`, closing `reporter`'s display if it raises (a refused request, a
+    failed run)."""
+    try:
+        return fn(*args, **kwargs)
+    except BaseException:
+        release(reporter)
+        raise
+
+
+def _target(token):
+    with _targets_lock:
+        return _targets.get(int(np.asarray(token)))
+
+
+def host_time(token, t):
+    """Host side of a report: the time `t` [s] reached (the earliest over a batch)."""
+    target = _target(token)
+    if target is not None:
+        target.time(float(np.min(np.asarray(t))))
+
+
+def host_fraction(token, p):
+    """Host side of a diffrax progress-meter report: the fraction `p` of the horizon covered."""
+    target = _target(token)
+    if target is not None:
+        frac = float(np.min(np.asarray(p)))
+        target.time(target.t0 + frac * (target.t1 - target.t0))
+
+
+# The host functions a stored program may call back (`jaxsim._program_cache` rebuilds these).
+HOST_FUNCTIONS = {f.__name__: f for f in (host_time, host_fraction)}
+
+
+def _report(host, token, gated, value):
+    if gated:
+        jax.lax.cond(token != 0, lambda: jax.debug.callback(host, token, value), lambda: None)
+    else:
+        jax.debug.callback(host, token, value)
+
+
+class Reporter(eqx.Module):
+    """What a driver calls inside the compiled run: `reporter(t)` reports time `t` [s] to the host.
+
+    `token` (an int64 array, an argument of the program) names the host target of this call, 0
+    for none; with `gated` (top-level calls) each report is behind a `lax.cond` on it.
+    """
+
+    token: np.ndarray
+    gated: bool = eqx.field(static=True)
 
     def __call__(self, t):
-        jax.debug.callback(self._host, t)
+        _report(host_time, self.token, self.gated, t)
 
     def meter(self) -> dfx.AbstractProgressMeter:
         """A diffrax progress meter for a plain `diffeqsolve` over the run's horizon."""
@@ -113,20 +255,29 @@ class _DiffraxMeter(dfx.AbstractProgressMeter):
         return None
 
     def step(self, state, progress):
-        jax.debug.callback(self.reporter._host_fraction, progress)
+        _report(host_fraction, self.reporter.token, self.reporter.gated, progress)
         return state
 
     def close(self, state):
         pass
 
 
-@functools.lru_cache(maxsize=64)
-def _cached(progress, t0: float, t1: float) -> Reporter:
-    return Reporter(progress, t0, t1)
+def reporter(progress, t0, t1, parts=()) -> Reporter | None:
+    """The `Reporter` of one call of `simulate` (`progress` checked by `check_progress`).
 
+    At top level (no trace active) a gated reporter, with a fresh token when `progress` is on (a
+    `progress=True` display opens here, with its "compiling" status) and 0 when off: the program
+    is the same. Off, it is left out (None) where jaxsim's program cache cannot store the program
+    (its cache off, or `parts`, the model, solver, arguments, clocks and events of the call, with
+    a class or function of the user's: JAX's persistent cache, which refuses programs with host
+    callbacks, keeps those), and inside a trace (nothing added to the user's program).
+    """
+    from . import _program_cache
+    from ._cache import program_dir
+    from ._compile import _at_top_level
 
-def reporter(progress, t0, t1) -> Reporter | None:
-    """A `Reporter` for `progress` (None when off: the drivers then add no callback). The same
-    `(progress, t0, t1)` gives the same reporter, a static argument of the compiled drivers, so a
-    repeated call does not compile again."""
-    return _cached(progress, float(t0), float(t1)) if progress is not False else None
+    top = _at_top_level()
+    if progress is False:
+        hooked = top and program_dir() is not None and _program_cache.keyable_structure(parts)
+        return Reporter(np.asarray(0, np.int64), gated=True) if hooked else None
+    return Reporter(np.asarray(_register(progress, t0, t1), np.int64), gated=top)

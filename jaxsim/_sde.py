@@ -218,9 +218,8 @@ def simulate_sde(
         outputs=bool(outputs),
         checkpoint=bool(checkpoint),
         throw=bool(throw),
-        progress=progress,
     )
-    sol = _run_sde_fixed(model, y0, args, solver, noise, jnp.asarray(ts), config)
+    sol = _run_sde_fixed(model, y0, args, solver, noise, jnp.asarray(ts), config, progress)
     return raise_if_failed(sol, "SDE") if check_on_host else sol
 
 
@@ -370,11 +369,10 @@ class _SDEConfig:
     outputs: bool
     checkpoint: bool
     throw: bool
-    progress: object = None  # a `jaxsim._progress.Reporter` or None
 
 
 @jaxsim_jit
-def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
+def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig, progress=None):
     from ._simulate import Solution, _derived, check_finite, make_stats, scan_grid
 
     dt = config.dt
@@ -398,7 +396,7 @@ def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig):
         config.checkpoint,
         advance,
         per_segment,
-        progress=config.progress,
+        progress=progress,
     )
     ys, result, t_final = check_finite(ts, ys, config.throw, "SDE")
     seg = np.asarray(config.seg)

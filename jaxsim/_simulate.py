@@ -280,12 +280,14 @@ def simulate(
       `diffrax.ForwardMode()` (forward mode: `jax.jvp`, `jax.jacfwd`, cheaper for a few
       parameters). The fixed-step driver is a plain `lax.scan` and supports both modes as is; there
       `adjoint` is ignored.
-    - `progress`: `True` shows the simulated time reached as a bar on stderr (tqdm when
-      installed, else a text line per tenth of the horizon); a callable `progress(t, t1)` [s]
+    - `progress`: `True` shows a `tqdm.auto` bar (the `progress` extra): "compiling", then the
+      simulated time reached and simulated seconds per second; a callable `progress(t, t1)` [s]
       receives each report instead. Reports come after each sample interval and checkpoint block
-      (fixed steps), each segment (clocks, events) or each step (plain diffrax solves); `False`
-      (default) adds nothing to the compiled run.
-
+      (fixed steps), each segment (clocks, events) or each step (plain diffrax solves). A
+      top-level call that jaxsim's program cache can store (jaxsim's and the effectors library's
+      classes) runs one compiled program for `False` (default) and `True`: the reports sit behind
+      a run-time switch. Elsewhere (your own model classes, or inside your own `jit`) `False` adds
+      nothing to the program (`jaxsim._progress`).
     - `dt0`, `saveat`, `stepsize_controller`, `progress_meter`: diffrax's spellings, accepted
       where they mean what jaxsim's arguments mean and translated into them (`dt0` is `dt`;
       `SaveAt(t0, ts, steps, t1)` gives `ts`; `PIDController(rtol, atol, dtmax)` gives `rtol`,
@@ -317,10 +319,13 @@ def simulate(
         atol=atol, args=args, key=key, clocks=clocks, events=events,
     )  # fmt: skip
     t0, t1, ts = _sample_times(t0, t1, ts, sample_dt)
-    from ._progress import check_progress, reporter
+    from ._progress import check_progress, guarded, reporter
     from ._route import route
 
-    rep = reporter(check_progress("simulate", progress), t0, t1)
+    progress = check_progress("simulate", progress)
+    # The progress display (its "compiling" status) opens right before a driver runs.
+    parts = (model, solver, args, clocks, events, discontinuities)
+    start = lambda: reporter(progress, t0, t1, parts)  # noqa: E731
     # A top-level call checks `throw` on the host after the run: the program then has no host
     # callbacks and is cacheable (`jaxsim._host_checks`).
     host = on_host(throw)
@@ -334,7 +339,8 @@ def simulate(
     if kind.driver == "sde":
         from ._sde import simulate_sde
 
-        return simulate_sde(
+        rep = start()
+        return guarded(rep, simulate_sde,
             model, y0, t0, t1, ts, dt=dt, solver=solver, args=args, rtol=rtol, atol=atol,
             max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, key=key,
             dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint, adaptive=kind.adaptive, progress=rep,
@@ -349,7 +355,8 @@ def simulate(
     if kind.driver == "hybrid":
         from ._hybrid import simulate_hybrid
 
-        return simulate_hybrid(
+        rep = start()
+        return guarded(rep, simulate_hybrid,
             model, y0, t0=t0, t1=t1, ts=ts, solver=solver,
             dsolver=solver.to_diffrax() if is_jaxsim else solver, adaptive=adaptive, dt=dt,
             rtol=rtol, atol=atol, args=args, clocks=clocks, events=events,
@@ -360,19 +367,23 @@ def simulate(
     if adaptive and is_jaxsim and _adaptive_core.supports(solver, y0, adjoint):
         # jaxsim's pairs run on jaxsim's own adaptive core (diffrax's step control, one loop over
         # the flat state); a diffrax solver instance (e.g. `solver.to_diffrax()`) runs in diffrax.
-        sol = _adaptive_core.run(
+        rep = start()
+        sol = guarded(rep, _adaptive_core.run,
             model, y0, args, solver, t0, t1, np.asarray(ts), None if dt is None else float(dt),
             float(rtol), float(atol), int(max_steps), bool(outputs), bool(throw),
             tuple(float(b) for b in type(model).breakpoints(model)),
             _adaptive_core.loop_kind(adjoint), bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
             rep,
         )  # fmt: skip
-        return raise_if_failed(sol, "diffrax") if host else sol
+        return guarded(rep, raise_if_failed, sol, "diffrax") if host else sol
     if adaptive:
         # Methods called through the class: an equinox module builds a bound-method module on
         # each attribute access (about 40 us each, per call of `simulate`).
         dsolver = type(solver).to_diffrax(solver) if is_jaxsim else solver
-        sol = _run_adaptive(
+        rep = start()
+        sol = guarded(
+            rep,
+            _run_adaptive,
             model,
             y0,
             args,
@@ -391,7 +402,7 @@ def simulate(
             bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
             rep,
         )
-        return raise_if_failed(sol, "diffrax") if host else sol
+        return guarded(rep, raise_if_failed, sol, "diffrax") if host else sol
     if rtol is not None or atol is not None:
         raise ValueError(
             f"simulate: `rtol`/`atol` apply to adaptive solvers only; {type(solver).__name__} is "
@@ -423,10 +434,10 @@ def simulate(
         outputs=bool(outputs),
         checkpoint=bool(checkpoint),
         throw=bool(throw),
-        progress=rep,
     )
-    sol = _run_fixed(model, y0, args, solver, np.asarray(ts), config)
-    return raise_if_failed(sol, "fixed-step") if host else sol
+    rep = start()
+    sol = guarded(rep, _run_fixed, model, y0, args, solver, np.asarray(ts), config, rep)
+    return guarded(rep, raise_if_failed, sol, "fixed-step") if host else sol
 
 
 class _DiffraxFixed(AbstractFixedStepSolver):
@@ -460,7 +471,6 @@ class _FixedConfig:
     outputs: bool
     checkpoint: bool
     throw: bool
-    progress: object = None  # a `jaxsim._progress.Reporter` or None
 
 
 def _zeros_counts(model, y0):
@@ -768,12 +778,12 @@ def chunked_drift(model, args):
 
 
 @jaxsim_jit
-def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig):
+def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig, progress=None):
     drift = chunked_drift(model, args)
     advance = lambda n, t, y, extra, inputs: solver.step(drift, t, y, config.dt, None)
     ys, counts = scan_grid(
         model, y0, config.seg, config.dt, config.t0, config.checkpoint, advance,
-        progress=config.progress,
+        progress=progress,
     )  # fmt: skip
     ys, result, t_final = check_finite(ts, ys, config.throw, "fixed-step")
     n_steps = int(np.sum(config.seg))

@@ -385,9 +385,25 @@ def test_user_classes_are_not_keyed(programs):
         _program_cache._Keyer().token(BOOM)
 
 
-def test_progress_and_key_arrays_are_not_stored(programs):
-    run(make_sc(), progress=lambda t, t1: None)  # a host callback in the program
-    assert stored(programs) == []
+def test_progress_programs_are_stored_and_report_after_loading(programs, monkeypatch):
+    # progress on and off run one program (the reports are behind a run-time switch): stored once,
+    # and loaded from its file with the reports connected again (jaxsim._progress).
+    sc = make_sc(mass=123.0)
+    seen = []
+    first = run(sc, progress=lambda t, t1: seen.append(t))
+    jax.effects_barrier()
+    assert len(stored(programs)) == 1 and seen[-1] == 2.0
+    _program_cache.clear_memory()
+    seen.clear()
+    monkeypatch.setattr(_program_cache, "_compile", lambda *a, **k: pytest.fail("compiled again"))
+    loaded = run(sc, progress=lambda t, t1: seen.append(t))  # from the file
+    jax.effects_barrier()
+    assert seen == [1.0, 2.0] and len(stored(programs)) == 1
+    assert_bitwise_equal(first, loaded)
+    assert_bitwise_equal(first, run(sc))
+
+
+def test_key_arrays_are_not_stored():
     key = _program_cache._aval(jax.random.key(0))
     with pytest.raises(_program_cache.Unkeyable):
         _program_cache._disk_aval(key, jax.devices()[0])

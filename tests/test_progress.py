@@ -1,6 +1,7 @@
 """`simulate(..., progress=...)`: the reported times on every driver, the same solution as without
-progress, nothing added to the compiled run when off, one compilation for repeated calls, and the
-bar or text lines of `progress=True`."""
+progress, nothing added to a user's traced program when off, no compilation when switching
+progress on or for repeated calls, and the bar of `progress=True` (its "compiling" status and
+rate; refused without tqdm)."""
 
 import equinox as eqx
 import jax
@@ -105,23 +106,104 @@ def test_repeated_calls_compile_once():
     assert compiled == []
 
 
-def test_progress_true_writes_to_stderr(capsys, monkeypatch):
+def test_progress_true_draws_a_bar_with_compile_status_and_rate(capsys):
+    model = Osc()
+    js.simulate(model, model.init_state(), T1 + 1.0, dt=0.1, sample_dt=1.1, progress=True)
+    jax.effects_barrier()
+    err = capsys.readouterr().err
+    # tqdm.auto outside Jupyter: text on stderr. The status before the first report, then the
+    # simulated time reached and the rate in simulated seconds per second.
+    assert "simulate:" in err and "compiling" in err
+    assert "100%" in err and "11/11 sim s" in err and "sim s/s" in err
+
+
+def test_progress_true_without_tqdm_is_refused(monkeypatch):
     import builtins
 
     model = Osc()
     real_import = builtins.__import__
 
-    def no_tqdm(name, *args, **kwargs):  # the text fallback, whether or not tqdm is installed
-        if name == "tqdm":
+    def no_tqdm(name, *args, **kwargs):
+        if name.split(".")[0] == "tqdm":
             raise ImportError(name)
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_tqdm)
-    js.simulate(model, model.init_state(), T1 + 1.0, dt=0.1, sample_dt=1.1, progress=True)
-    jax.effects_barrier()
-    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("simulate:")]
-    # One line per tenth of the horizon: 10 %, 20 %, ..., 100 %.
-    assert len(lines) == 10 and "100 %" in lines[-1] and "t = 11 of 11 s" in lines[-1]
+    with pytest.raises(ImportError, match=r"simulate: `progress=True`.*jaxsim\[progress\]"):
+        js.simulate(model, model.init_state(), T1, dt=0.1, progress=True)
+
+
+class _Compiles:
+    """The XLA compiles JAX logs while in the `with` block."""
+
+    def __enter__(self):
+        import logging
+
+        self.seen, self.previous = [], jax.config.jax_log_compiles
+        outer = self
+
+        class Catch(logging.Handler):
+            def emit(self, record):
+                if record.getMessage().startswith("Compiling"):
+                    outer.seen.append(record.getMessage())
+
+        self.handler = Catch()
+        logging.getLogger("jax").addHandler(self.handler)
+        jax.config.update("jax_log_compiles", True)
+        return self
+
+    def __exit__(self, *exc):
+        import logging
+
+        jax.effects_barrier()
+        jax.config.update("jax_log_compiles", self.previous)
+        logging.getLogger("jax").removeHandler(self.handler)
+
+
+@pytest.fixture
+def storable(monkeypatch):
+    """This module's model and clock classes count as keyable (as jaxsim's and the effectors
+    library's are), so that top-level programs carry the switchable reports."""
+    from jaxsim import _program_cache
+
+    monkeypatch.setattr(
+        _program_cache, "TRUSTED_PACKAGES", _program_cache.TRUSTED_PACKAGES | {"tests"}
+    )
+    monkeypatch.setattr(_program_cache, "_structures", {})
+
+
+def test_reports_are_left_out_where_the_program_cannot_be_stored(monkeypatch):
+    from jaxsim import _program_cache
+    from jaxsim._progress import reporter
+
+    monkeypatch.setattr(_program_cache, "_structures", {})
+    # A model class of the user's: JAX's persistent cache keeps the program, which must then have
+    # no host callbacks.
+    assert reporter(False, 0.0, 1.0, (Osc(),)) is None
+    monkeypatch.setattr(
+        _program_cache, "TRUSTED_PACKAGES", _program_cache.TRUSTED_PACKAGES | {"tests"}
+    )
+    monkeypatch.setattr(_program_cache, "_structures", {})
+    hooked = reporter(False, 0.0, 1.0, (Osc(),))
+    assert hooked.gated and int(hooked.token) == 0
+    assert reporter(False, 0.0, 1.0, (Osc(), (noop_clock(1.0),))) is not None
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_switching_progress_on_compiles_nothing(case, storable):
+    """progress=False, then a callable, then True: one compiled program (the reports are behind a
+    run-time switch in every top-level program jaxsim's program cache can store)."""
+    kw = CASES[case]
+    model = Osc(0.1 if "SDE" in case else 0.0)
+    y0 = model.init_state()
+    off = js.simulate(model, y0, T1, **kw)
+    seen = []
+    with _Compiles() as compiles:
+        on = js.simulate(model, y0, T1, progress=lambda t, t1: seen.append(t), **kw)
+        js.simulate(model, y0, T1, progress=True, **kw)
+    assert compiles.seen == [] and seen and seen[-1] == T1
+    for a, b in zip(jax.tree.leaves(on.ys), jax.tree.leaves(off.ys), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_bad_progress_refused():

@@ -39,6 +39,7 @@ class Static(eqx.Module):
     plan: Any = eqx.field(static=True)
     config: Any = eqx.field(static=True)
     adjoint: Any = eqx.field(static=True, default=None)
+    progress: Any = None  # a `jaxsim._progress.Reporter` (its token is an argument) or None
 
 
 def merge_args(user_args, held):
@@ -255,8 +256,8 @@ def run_hybrid(model, models, events, y0, args, held0, disc, ts, dsolver, root_f
         failed = (seg.result != RESULTS.successful) & ~done
         bad_state = failed & (seg.result == RESULTS.nonfinite_state)
         t_e, y_e = seg.t, seg.y
-        if cfg.progress is not None:
-            cfg.progress(t_e)
+        if static.progress is not None:
+            static.progress(t_e)
 
         # Samples in (t_a, t_e]: left limits (pre-tick z and held, pre-reset y).
         valid = (seg.window < n_s) & (seg.window_t > t_a) & (seg.window_t <= t_e) & ~done

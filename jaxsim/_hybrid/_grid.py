@@ -131,7 +131,7 @@ def run_grid(model, models, y0, args, held0, ts, solver, grid, static):
     ys, cs, (zs, hs), (z_end, held_end, logs) = scan_grid(
         model, y0, grid.seg, dt, cfg.t0, True, advance,
         aux0=(z0, held0, logs0), before_step=before_step, sampled=lambda aux: aux[:2],
-        progress=cfg.progress,
+        progress=static.progress,
     )  # fmt: skip
     if models and any(grid.final_due):
         # Ticks at t1 (after the last step): they only reach the clock logs.

@@ -35,7 +35,6 @@ class _Config:
     has_y: bool
     stages: int
     fsal: bool
-    progress: object = None  # a `jaxsim._progress.Reporter` or None
 
 
 def collect_discontinuities(model, discontinuities, t0, t1) -> tuple:
@@ -231,13 +230,12 @@ def simulate_hybrid(
         has_y=has_y,
         stages=stages,
         fsal=fsal,
-        progress=progress,
     )
     if grid:
         # Fixed steps, every tick and sample on the grid, no events: the fixed-grid stepper.
         disc_t = [float(d) for d in disc]
         gplan = make_grid_plan(plan, len(models), float(t0), float(t1), float(dt), ts_np, disc_t)
-        static = Static(plan, config, adjoint)
+        static = Static(plan, config, adjoint, progress)
         sol = run_grid(model, models, y0, args, held0, jnp.asarray(ts_np), solver, gplan, static)
         return raise_if_failed(sol, "fixed-step (clocked)") if check_on_host else sol
     sol = run_hybrid(
@@ -251,7 +249,7 @@ def simulate_hybrid(
         jnp.asarray(ts_np),
         dsolver,
         root_finder,
-        Static(plan, config, adjoint),
+        Static(plan, config, adjoint, progress),
         _numbers(dt, rtol, atol, dtmax, event_tol),
     )
     return raise_if_failed(sol, "hybrid") if check_on_host else sol

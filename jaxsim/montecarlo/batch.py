@@ -12,9 +12,7 @@ import hashlib
 import math
 import os
 import re
-import sys
 import threading
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -629,36 +627,30 @@ def _x64_of_new_threads() -> bool:
 
 
 class _Progress:
-    """Progress reporting: a callable `progress(done, total)`, tqdm, or plain text on stderr."""
+    """Progress reporting: a callable `progress(done, total)`, or the bar of `progress=True`
+    (`jaxsim._progress.Bar`, shared with `simulate`: "compiling" until the first chunk is done,
+    then members done, members per second and failures)."""
 
     def __init__(self, progress, total: int, desc: str):
         self.callback = progress if callable(progress) else None
         self.bar = None
-        self.text = False
-        self.total, self.start, self.desc = total, time.perf_counter(), desc
+        self.total = total
         if progress is True:
-            try:
-                from tqdm import tqdm
+            from .._progress import Bar
 
-                self.bar = tqdm(total=total, desc=desc, unit="member", file=sys.stderr)
-            except ImportError:
-                self.text = True
+            self.bar = Bar(desc, total, "members")
         elif progress not in (False, None) and self.callback is None:
             raise ValueError(
                 f"{desc}: `progress` must be a bool or a callable (done, total); got {progress!r}."
             )
 
+    def compiled(self):
+        if self.bar is not None:
+            self.bar.status("running")
+
     def update(self, done: int, step: int, failed: int):
         if self.bar is not None:
-            self.bar.update(step)
-            self.bar.set_postfix(failed=failed)
-        elif self.text:
-            elapsed = time.perf_counter() - self.start
-            print(
-                f"{self.desc}: {done}/{self.total} members, {failed} failed, {elapsed:.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
+            self.bar.update(done, f"{failed} failed")
         if self.callback is not None:
             self.callback(done, self.total)
 
@@ -747,8 +739,9 @@ def run_batch(
       or the failed members of a previous run); default all.
     - `devices` / `mesh`, `axis_name`: shard each chunk's member axis over these devices (a 1-D
       mesh is built from `devices`), or over the axis `axis_name` of `mesh` (default its first).
-    - `progress`: `True` for a progress bar on stderr (tqdm when installed, else one line per
-      chunk), or a callable `progress(done, total)` called after every chunk.
+    - `progress`: `True` for a `tqdm.auto` bar (the `progress` extra; "compiling" until the
+      first chunk is done, then members per second and failures), or a callable
+      `progress(done, total)` called after every chunk.
     - `to_host`: copy every chunk's results to numpy as it finishes (default; frees device
       memory). With `False` results stay device arrays (sharded when `devices`/`mesh` is given).
     - `workers`: how many chunks run at the same time, each called from a thread of a pool
@@ -812,6 +805,7 @@ def run_batch(
             # Compiled here, once, before any chunk starts; the threads call that executable
             # (XLA on the CPU runs a call on the calling thread: one core per chunk in flight).
             program.compile(_pad(chunks[0], size))
+            reporter.compiled()
             pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run_batch")
             futures = [pool.submit(run_chunk, chunk) for chunk in chunks]
             outcomes = (future.result() for future in futures)  # in chunk order
