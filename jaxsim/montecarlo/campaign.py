@@ -1,5 +1,6 @@
 """Campaigns on disk: `run_campaign` writes every finished chunk of members to a Zarr store
-(labelled dimensions `member`, `time`, `component`; xarray opens it lazily with `open_campaign`)
+(in the schema of runs and batches: `member`, `time`, `xyz`, `wheel`, ...; xarray opens it
+lazily with `open_campaign`)
 and resumes an interrupted campaign without recomputing verified chunks; `load_campaign` reads a
 campaign back into one `BatchResult` (also the `.npz` campaigns of format 1).
 
@@ -936,18 +937,23 @@ def _store_schema(root) -> tuple:
 def open_campaign(directory: str | os.PathLike):
     """The campaign's store as a lazily loaded `xarray.Dataset` (nothing is read until used).
 
-    Dimensions `member` (coordinate: member index), `time` (the sample times of the outputs
-    with a `ts`), `component`, `component2`, ...; one variable per array (`ok`, `result`,
-    `params.<name>`, `outputs.<name>`, with the attribute `path`, the `/`-joined keys of
-    `BatchResult`, and `units` where known). `committed` marks the members of committed chunks:
-    the others have not been computed (their values are the fill values: NaN, 0, -1 for
-    `members`).
+    The schema of runs and batches (`jaxsim.results.to_xarray`, `jaxsim._schema`): the names of
+    a run (`omega_BN_B`, `rw.Omega`, `ys.hub.sigma_BN`, `stats.num_steps`, `t_final`; a
+    `Solution` under a key of the member outputs prefixed by it), `params.<name>`, `ok`,
+    `result`; dimensions `member` (coordinate: member index), `time` (coordinate: the sample
+    times of the first committed member that succeeded), the labelled components `xyz`, `mrp`,
+    `row`, `column` and the effectors' element dimensions (`wheel`, `panel`, ...); `units` and
+    `path` (the `/`-joined keys of `BatchResult`) attributes; the run settings, the schema and
+    the saved setup (`run_campaign(..., setup=...)`) as Dataset attributes. `committed` marks
+    the members of committed chunks: the others have not been computed (their values are the
+    fill values: NaN, 0). Stores written before this schema (no `schema` attribute) keep their
+    former names (`outputs.outputs.omega_BN_B`) and dimensions (`component`, `component2`).
 
     !!! example
 
         ```python
         ds = mc.open_campaign("runs/mc1")
-        ds["outputs.outputs.omega_BN_B"].where(ds.ok & ds.committed).isel(time=-1).std("member")
+        ds["omega_BN_B"].where(ds.ok & ds.committed).isel(time=-1).std("member")
         ```
     """
     where = "open_campaign"
