@@ -1,8 +1,8 @@
 """Campaigns on disk: `run_campaign` writes every finished chunk of members to a Zarr store
 (in the schema of runs and batches: `member`, `time`, `xyz`, `wheel`, ...; xarray opens it
-lazily with `open_campaign`)
-and resumes an interrupted campaign without recomputing verified chunks; `load_campaign` reads a
-campaign back into one `BatchResult` (also the `.npz` campaigns of format 1).
+lazily with `open_campaign`) and resumes an interrupted campaign without recomputing verified
+chunks; `load_campaign` reads a campaign back into one `BatchResult` (also the `.npz` campaigns
+of format 1).
 
 Layout of a campaign folder (format `jaxsim.montecarlo/2`):
 
