@@ -148,12 +148,44 @@ def _shown(arr) -> str:
     return repr(float(arr.reshape(-1)[0])) if arr.size == 1 else _fmt(arr)
 
 
+# A fixed-step run needing more steps than this is refused up front (at ~10 us per step it would
+# run for hours): the usual cause is a `dt` in the wrong unit.
+MAX_FIXED_STEPS = 10**9
+
+
+def _scalar_shape(name: str, value, unit: str) -> None:
+    """`value` (concrete or traced) must be a scalar: a vector `t1` or `rtol` is refused by name."""
+    if value is None or isinstance(value, int | float):
+        return
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        try:
+            shape = np.shape(value)
+        except (TypeError, ValueError):
+            return
+    if tuple(shape) not in ((),):
+        raise ValueError(
+            f"simulate: `{name}` [{unit}] must be a scalar; got an array of shape {tuple(shape)}."
+        )
+
+
 def check_times(t0, t1, ts, dt, sample_dt) -> None:
-    """`t0`, `t1`, `dt`, `sample_dt` and every entry of `ts` finite (when given and concrete)."""
+    """`t0`, `t1`, `dt`, `sample_dt` scalars and, with every entry of `ts`, finite (when given
+    and concrete); a fixed-step horizon of more than `MAX_FIXED_STEPS` steps is refused."""
     for name, value in (("t0", t0), ("t1", t1), ("dt", dt), ("sample_dt", sample_dt)):
+        _scalar_shape(name, value, "s")
         arr = _scalar(name, value, "s")
         if arr is not None and not np.all(np.isfinite(arr)):
             raise ValueError(f"simulate: `{name}` [s] must be finite; got {_shown(arr)}.")
+    times = [_scalar(n, v, "s") for n, v in (("t0", t0), ("t1", t1), ("dt", dt))]
+    if all(a is not None for a in times) and float(times[2]) > 0:
+        n = abs(float(times[1]) - float(times[0])) / float(times[2])
+        if n > MAX_FIXED_STEPS:
+            raise ValueError(
+                f"simulate: the run would take {n:.3g} steps of `dt`={float(times[2])!r} s over "
+                f"[{float(times[0])!r}, {float(times[1])!r}] s (more than {MAX_FIXED_STEPS:.0e}: "
+                "hours of run time); check the unit of `dt` or split the run."
+            )
     if ts is not None and is_concrete(ts):
         try:
             arr = np.asarray(ts, dtype=float)
@@ -170,6 +202,7 @@ def check_tolerances(rtol, atol) -> None:
     """`rtol` [-] and `atol` [state units]: finite, >= 0 and not both 0 (when given, concrete)."""
     values = {}
     for name, value, unit in (("rtol", rtol, "-"), ("atol", atol, "state units")):
+        _scalar_shape(name, value, unit)
         arr = _scalar(name, value, unit)
         if arr is None:
             continue
@@ -398,6 +431,12 @@ def check_commands(model, args, *, others_read_args: bool, key=None) -> None:
 
 def _check_commands(model, args, label: str, others_read_args: bool, key=None) -> None:
     if not isinstance(args, Mapping):
+        if isinstance(args, list | tuple) and _spec(model, key)[0] is not None:
+            raise TypeError(
+                f"simulate: `{label}` must be a dict of commands keyed by effector name (the "
+                f"model reads `{label}[name][command]`); got a {type(args).__name__}, which "
+                "no effector would read."
+            )
         return
     if isinstance(model, System):
         names = {o.name for o in model.objects}
@@ -568,6 +607,17 @@ def check_physical(model, y0) -> None:
         )
 
 
+def check_events_arg(events) -> None:
+    """`events` is a sequence of events: a single `Event` is refused with the fix."""
+    from ._events import Event
+
+    if isinstance(events, Event):
+        raise TypeError(
+            "simulate: `events` must be a sequence of Event (e.g. `events=[event]`); got a single "
+            "Event."
+        )
+
+
 def check_call(
     model,
     y0,
@@ -591,6 +641,7 @@ def check_call(
     lists of numbers in `args`) as arrays, `y0` leaves cast to the state's dtypes, an int seed as a
     key.
     """
+    check_events_arg(events)
     model = model_as_traced(model)
     key_ = structure_key(model)
     y0 = check_y0(model, y0, key_)

@@ -28,6 +28,7 @@ without diffusion).
 import dataclasses
 
 import diffrax as dfx
+import numpy as np
 
 from ._solvers import AbstractSolver
 
@@ -90,6 +91,17 @@ def route(
 ) -> SolverKind:
     """The kind of the request and its driver; refuses, by name, what no driver supports."""
     kind = solver_kind(solver, dt=dt, key=key, dW=dW)
+    if dtmax is not None:
+        try:
+            d = np.asarray(dtmax, dtype=float)
+        except (TypeError, ValueError):  # traced: its shape only
+            d = None
+        if np.ndim(dtmax) != 0:
+            raise ValueError(
+                f"simulate: `dtmax` [s] must be a scalar; got shape {np.shape(dtmax)}."
+            )
+        if d is not None and not (np.isfinite(d) and d > 0):
+            raise ValueError(f"simulate: `dtmax` [s] must be finite and > 0; got {float(d)!r}.")
     if not events:
         for name, value in (("max_events", max_events), ("root_finder", root_finder)):
             if value is not None:

@@ -144,3 +144,38 @@ def test_fall_through_the_centre_fails():
     v = np.sqrt(MU_EARTH / 7.0e6)
     y1 = sc.init_state(np.array([7.0e6, 0.0, 0.0]), np.array([0.0, v, 0.0]), Z3, Z3)
     assert bool(js.simulate(sc, y1, 2000.0, dt=1.0, throw=False).ok)
+
+
+# --------------------------------------------------------------------------------------------------
+# Deep crashes and hangs: a clear error naming the argument
+
+
+def _crash_cases():
+    sc = _rigid_sc()
+    y0 = sc.init_state(Z3, Z3, Z3, np.array([0.01, 0.0, 0.0]))
+    ev = js.Event(lambda t, y, args: y["hub"]["omega_BN_B"][0] - 1.0)
+    tsit = dict(solver=js.Tsit5(), rtol=1e-6, atol=1e-9)
+    return (
+        sc,
+        y0,
+        {
+            "t1 vector": (lambda: js.simulate(sc, y0, jnp.array([1.0, 2.0]), dt=0.1), "`t1`"),
+            "rtol vector": (
+                lambda: js.simulate(sc, y0, 1.0, **{**tsit, "rtol": jnp.array([1e-6, 1e-6])}),
+                "`rtol`",
+            ),
+            "dtmax 0": (lambda: js.simulate(sc, y0, 1.0, dtmax=0.0, **tsit), "`dtmax`"),
+            "dtmax negative": (lambda: js.simulate(sc, y0, 1.0, dtmax=-1.0, **tsit), "`dtmax`"),
+            "single event": (lambda: js.simulate(sc, y0, 1.0, dt=0.1, events=ev), "`events`"),
+            "args list": (lambda: js.simulate(sc, y0, 1.0, dt=0.1, args=[1.0]), "`args`"),
+            # 1e10 steps: refused at once with the estimate (it ran for minutes).
+            "dt tiny": (lambda: js.simulate(sc, y0, 100.0, dt=1e-8), "1e\\+10 steps"),
+        },
+    )
+
+
+@pytest.mark.parametrize("case", list(_crash_cases()[2]))
+def test_deep_crash_is_a_clear_error(case):
+    fn, match = _crash_cases()[2][case]
+    with pytest.raises((ValueError, TypeError), match=match):
+        fn()
