@@ -346,3 +346,21 @@ def test_toml_setup_and_runner(tmp_path):
     np.testing.assert_array_equal(ds["omega_BN_B"].values, sol.outputs["omega_BN_B"])
     assert ds.attrs["epoch"] == "2026-01-01T00:00:00+00:00" and ds.attrs["dt"] == 0.1
     assert list(ds["xyz"].values) == ["x", "y", "z"]
+
+
+def test_campaign_records_its_setup(tmp_path):
+    """`run_campaign(..., setup=path)`: the setup's description and file in the store's
+    attributes, as `open_campaign` shows them."""
+    pytest.importorskip("xarray")
+    pytest.importorskip("zarr")
+    from jaxsim import montecarlo as mc
+    from tests._sharding_worker import oscillator_member
+
+    path = tmp_path / "setup.json"
+    written = fx.save_setup(path, _small_spacecraft(), t1=1.0, dt=0.1)
+    params = {"a": np.array([0.5, 1.0]), "x0": np.array([1.0, 0.9])}
+    mc.run_campaign(oscillator_member, params, tmp_path / "c", chunk_size=2, setup=path)
+    ds = mc.open_campaign(tmp_path / "c")
+    assert ds.attrs["setup"] == written and ds.attrs["setup_file"] == str(path)
+    with pytest.raises(ValueError, match="`setup` must be a path or a JSON-serializable"):
+        mc.run_campaign(oscillator_member, params, tmp_path / "d", chunk_size=2, setup={1j})
