@@ -32,6 +32,7 @@ model), user-defined classes, and keys of `simulate` that take functions (`progr
 """
 
 import dataclasses
+import datetime as _dt
 import importlib
 import inspect
 import json
@@ -332,12 +333,26 @@ def validate(data) -> None:
     if "t1" not in settings and "ts" not in settings:
         raise ValueError(f"{_WHERE}: `simulate.t1` (a number [s]) or `simulate.ts` is required.")
     if "epoch" in data:
-        from jaxsim._schema import epoch_text
+        _epoch_text(data["epoch"])
 
+
+def _epoch_text(epoch) -> str:
+    """An epoch (a `datetime.datetime`/`date` or an ISO 8601 string) as ISO 8601 text."""
+    if isinstance(epoch, _dt.date):
+        return epoch.isoformat()
+    if isinstance(epoch, str):
         try:
-            epoch_text(data["epoch"])
-        except ValueError as err:
-            raise ValueError(f"{_WHERE}: {err}") from None
+            _dt.datetime.fromisoformat(epoch)
+        except ValueError:
+            raise ValueError(
+                f"{_WHERE}: `epoch` must be an ISO 8601 date (e.g. '2026-01-01T00:00:00+00:00'); "
+                f"got {epoch!r}."
+            ) from None
+        return epoch
+    raise ValueError(
+        f"{_WHERE}: `epoch` must be a datetime.datetime or an ISO 8601 string; got "
+        f"{type(epoch).__name__}."
+    )
 
 
 def from_description(data: dict) -> Setup:
@@ -398,9 +413,7 @@ def save_setup(path, model, y0=None, *, epoch=None, description=None, **settings
     if settings:
         data["simulate"] = describe(settings)
     if epoch is not None:
-        from jaxsim._schema import epoch_text
-
-        data["epoch"] = epoch_text(epoch)
+        data["epoch"] = _epoch_text(epoch)
     if description is not None:
         data["description"] = str(description)
     data = json.loads(json.dumps(data, allow_nan=False))
