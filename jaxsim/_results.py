@@ -27,9 +27,8 @@ class RESULTS(dfx.RESULTS):
         "event condition is continuous near the crossing, or give another `root_finder`."
     )
     nonfinite_state = (
-        "simulate: the state became non-finite (NaN/inf); check the model's parameters (a "
-        "non-physical mass or inertia set after construction makes a spacecraft's derivative "
-        "NaN), a singular state (inside a gravity body's radius or `min_radius`) and the step size."
+        "simulate: the state became non-finite (NaN/inf); check the model's parameters and the "
+        "step size."
     )
 
 

@@ -179,3 +179,38 @@ def test_deep_crash_is_a_clear_error(case):
     fn, match = _crash_cases()[2][case]
     with pytest.raises((ValueError, TypeError), match=match):
         fn()
+
+
+# --------------------------------------------------------------------------------------------------
+# Campaigns that cannot lie
+
+
+def test_deleted_chunk_file_is_named_before_loading(tmp_path):
+    """A deleted Zarr chunk of an output read as NaN rows marked ok (and was averaged by
+    `summarize_campaign`); now loading and summarising name the damaged chunk, and
+    `run_campaign` recomputes it."""
+    pytest.importorskip("zarr")
+    import jax.random as jr
+
+    from jaxsim import montecarlo as mc
+    from tests._sharding_worker import DISPERSIONS, DT, OSC, SAMPLE_DT, T1
+
+    def member(p):
+        model = eqx.tree_at(lambda m: m.a, OSC, p["a"])
+        return js.simulate(model, model.init_state(), T1, dt=DT, sample_dt=SAMPLE_DT, throw=False)
+
+    d = tmp_path / "c"
+    kw = dict(key=jr.key(5), n=4, chunk_size=2)
+    full = mc.run_campaign(member, DISPERSIONS, d, **kw)
+    target = d / "campaign.zarr" / "outputs.outputs.x" / "c" / "1"
+    files = [p for p in target.rglob("*") if p.is_file()] if target.is_dir() else [target]
+    for f in files:
+        f.unlink()
+    with pytest.raises(ValueError, match="chunk 1 .* damaged"):
+        mc.load_campaign(d)
+    with pytest.raises(ValueError, match="chunk 1 .* damaged"):
+        mc.summarize_campaign(d)
+    with pytest.warns(mc.CampaignWarning, match="chunk 1"):
+        again = mc.run_campaign(member, DISPERSIONS, d, **kw)
+    for a, b in zip(jax.tree.leaves(again.outputs), jax.tree.leaves(full.outputs)):
+        np.testing.assert_array_equal(a, b)

@@ -820,6 +820,23 @@ def _committed(directory: Path, manifest: dict, where: str) -> dict[int, dict]:
     return out
 
 
+def _check_committed(root, directory: Path, manifest: dict, records: dict, where: str) -> None:
+    """Every committed chunk's data match its record's checksums, else a `ValueError` naming the
+    damaged file (a deleted Zarr chunk file reads as its fill value: NaN rows that would load as
+    members marked `ok`); `run_campaign` on the same directory recomputes it."""
+    identity = _identity(manifest)
+    n, size = int(manifest["n"]), int(manifest["chunk_size"])
+    names = sorted(root.array_keys())
+    for k, record in sorted(records.items()):
+        lo, hi = k * size, min((k + 1) * size, n)
+        why = _verify(root, names, directory, k, lo, hi, record, identity)
+        if why is not None:
+            raise ValueError(
+                f"{where}: chunk {k} (members {lo}..{hi - 1}) of campaign {str(directory)!r} is "
+                f"damaged: {why}; run `run_campaign` on the same directory to recompute it."
+            )
+
+
 def _ranges(chunks, size: int, n: int) -> list[tuple[int, int]]:
     """Member ranges `[lo, hi)` of the sorted chunk indices, adjacent chunks merged."""
     out: list[list[int]] = []
@@ -906,6 +923,7 @@ def load_campaign(directory: str | os.PathLike) -> BatchResult:
     root = _open_store(where, directory, None, n)
     if root is None:
         raise ValueError(f"{where}: {directory / _STORE} is missing or unreadable.")
+    _check_committed(root, directory, manifest, records, where)
     ranges = _ranges(sorted(records), size, n)
     flat = {}
     for name in sorted(root.array_keys()):

@@ -95,7 +95,14 @@ _STORE_BYTES = 2**27  # default memory bound of `summarize_campaign` (128 MiB of
 def _campaign(directory, where: str):
     """`(manifest, root, ranges, ok)` of a Zarr campaign: its committed member ranges and their
     `ok` mask; `None` for a campaign of format 1 (no store)."""
-    from .campaign import _FORMAT_V1, _committed, _manifest_of, _open_store, _ranges
+    from .campaign import (
+        _FORMAT_V1,
+        _check_committed,
+        _committed,
+        _manifest_of,
+        _open_store,
+        _ranges,
+    )
 
     directory, manifest = _manifest_of(directory, where)
     if manifest["format"] == _FORMAT_V1:
@@ -104,7 +111,9 @@ def _campaign(directory, where: str):
     root = _open_store(where, directory, None, n)
     if root is None:
         raise ValueError(f"{where}: the store of campaign {str(directory)!r} is missing.")
-    ranges = _ranges(sorted(_committed(directory, manifest, where)), size, n)
+    records = _committed(directory, manifest, where)
+    _check_committed(root, directory, manifest, records, where)
+    ranges = _ranges(sorted(records), size, n)
     ok = np.concatenate([root["ok"][lo:hi] for lo, hi in ranges] or [np.zeros(0, bool)])
     return manifest, root, ranges, ok
 
