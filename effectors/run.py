@@ -7,7 +7,7 @@ python -m effectors.run setup.toml -o results.nc    # netCDF (needs scipy or net
 
 The setup file is read and validated by `effectors.load_setup`; the run is
 `jaxsim.simulate(model, y0, **settings)`; the results are `jaxsim.results.to_xarray(sol)` with the
-setup's epoch (variables `r_CN_N`, `rw.Omega`, `ys.hub.sigma_BN`, ...; see `jaxsim._schema`).
+setup's epoch (variables `r_CN_N`, `rw.Omega`, `ys.hub.sigma_BN`, ...; see `jaxsim.results`).
 """
 
 import argparse

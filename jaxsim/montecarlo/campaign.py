@@ -955,7 +955,7 @@ def _store_schema(root) -> tuple:
 def open_campaign(directory: str | os.PathLike):
     """The campaign's store as a lazily loaded `xarray.Dataset` (nothing is read until used).
 
-    The schema of runs and batches (`jaxsim.results.to_xarray`, `jaxsim._schema`): the names of
+    The schema of runs and batches (`jaxsim.results.to_xarray`): the names of
     a run (`omega_BN_B`, `rw.Omega`, `ys.hub.sigma_BN`, `stats.num_steps`, `t_final`; a
     `Solution` under a key of the member outputs prefixed by it), `params.<name>`, `ok`,
     `result`; dimensions `member` (coordinate: member index), `time` (coordinate: the sample
