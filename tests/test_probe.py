@@ -214,3 +214,13 @@ def test_deleted_chunk_file_is_named_before_loading(tmp_path):
         again = mc.run_campaign(member, DISPERSIONS, d, **kw)
     for a, b in zip(jax.tree.leaves(again.outputs), jax.tree.leaves(full.outputs)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_member_returning_a_string_is_refused():
+    import jax.random as jr
+
+    from jaxsim import montecarlo as mc
+    from tests._sharding_worker import DISPERSIONS
+
+    with pytest.raises(TypeError, match=r"\['s'\] must be an array"):
+        mc.run_batch(lambda p: {"v": p["a"], "s": "abc"}, DISPERSIONS, key=jr.key(0), n=2)

@@ -399,6 +399,18 @@ _PROGRAMS: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictiona
 _SAMPLERS: dict = {}
 
 
+def _check_member_outputs(out) -> None:
+    """A member's outputs are arrays (or numbers): any other leaf (a string, an object) would be
+    carried through unchecked, so it is refused, naming its path."""
+    for path, leaf in jax.tree_util.tree_leaves_with_path(out):
+        if isinstance(leaf, jax.Array | np.ndarray | np.generic | int | float | complex | bool):
+            continue
+        raise TypeError(
+            f"run_batch: the member function's output at {jax.tree_util.keystr(path) or 'the top'}"
+            f" must be an array or a number; got {type(leaf).__name__} {leaf!r:.60}."
+        )
+
+
 def _compile(fn, sharding):
     """`(jit(vmap(member)), schema)`: `(params) -> (params, outputs, result, finite)`, and a dict
     whose `"schema"` the trace sets to the `Solution.info`s of the outputs (`_normalize`)."""
@@ -407,7 +419,9 @@ def _compile(fn, sharding):
     def member(params):
         results: list = []
         infos: list = []
-        out = _normalize(fn(params), results, infos)
+        raw = fn(params)
+        _check_member_outputs(raw)
+        out = _normalize(raw, results, infos)
         schema["schema"] = tuple(infos)
         return _normalize(params, []), out, _result_code(results), _finite(out)
 
