@@ -301,7 +301,23 @@ def solution_columns(d: dict, info: RunInfo | None, prefix: str, lead: int) -> l
             )
         if "count" in events:
             add(_join(prefix, "event.count"), events["count"], COUNT_UNIT, None)
+        # The states before and after each firing (batches and campaigns carry them).
+        for key in events:
+            if key not in ("t", "index", "count"):
+                for path, a in _flat(events[key], f"event.{key}"):
+                    name, a = _join(prefix, path), np.asarray(a)
+                    dims = ["event", *trailing_dims(name, a.shape[lead + 1 :], None)]
+                    cols.append((name, a, dims, {}))
+    # Further fields (a hybrid run's `zs`, `held`, `clock_logs` in batches and campaigns).
+    for key in d:
+        if key not in _HANDLED:
+            for path, a in _flat(d[key], key):
+                name, a = _join(prefix, path), np.asarray(a)
+                cols.append((name, a, trailing_dims(name, a.shape[lead:], None), {}))
     return cols
+
+
+_HANDLED = ("ts", "outputs", "ys", "counts", "stats", "t_final", "result", "events")
 
 
 def _time_rows(ts: np.ndarray, lead: int, where: str) -> np.ndarray:
@@ -457,6 +473,9 @@ def store_entry(path: str, shape: tuple, infos: dict, n_time: int | None):
         unit = {"t": "s", "index": CODE_UNIT, "count": COUNT_UNIT}[key[0]]
         dims = [] if key[0] == "count" else ["event"]
         return _join(prefix, f"event.{label}"), dims, unit
+    if field == "events" and key:
+        name = _join(prefix, f"event.{dotted}")
+        return name, ["event", *trailing_dims(name, shape[1:], None)], None
     name = _join(prefix, ".".join(rest[len(sol) :]))
     return name, trailing_dims(name, shape, None), None
 

@@ -1022,6 +1022,14 @@ def _schema_dataset(ds, attrs: dict, committed, xr):
         )
         ds = ds.drop_vars(times)
     ds = ds.drop_vars([v for v in ("members",) if v in ds.data_vars])
+    for path, info in sols.items():  # event names from the indices (small integer arrays)
+        prefix = path.replace(_SEP, ".") + "." if path else ""
+        index = f"{prefix}event.index"
+        if index in ds.data_vars:
+            names = np.asarray([*info.events, ""], dtype=object)
+            idx = np.asarray(ds[index].values)
+            kind = names[np.where((idx >= 0) & (idx < len(info.events)), idx, -1)]
+            ds = ds.assign({f"{prefix}event.kind": (ds[index].dims, kind)})
     elements = {d for info in sols.values() for _, d in info.elements}
     ds = _schema.label_coords(ds, xr, elements)
     info = next(iter(sols.values()), None)
