@@ -607,6 +607,36 @@ def check_physical(model, y0) -> None:
         )
 
 
+# Clock ticks are listed on the host and each is a segment boundary of the run: more than this
+# many is refused up front (a period in the wrong unit listed ticks for minutes).
+MAX_CLOCK_TICKS = 10**7
+
+
+def check_clock_ticks(clocks, t0, t1) -> None:
+    """Periodic clocks (`Clock`, the `clock` of a discrete model) over `[t0, t1]`: at most
+    `MAX_CLOCK_TICKS` ticks, else a `ValueError` with the estimate (concrete times only)."""
+    a, b = _scalar("t0", t0, "s"), _scalar("t1", t1, "s")
+    if a is None or b is None or not clocks:
+        return
+    for c in clocks:
+        clock = getattr(c, "clock", c)
+        period = getattr(clock, "period", None)
+        if period is None:
+            continue
+        try:
+            p = float(period)
+        except (TypeError, ValueError):
+            continue
+        if p > 0 and abs(float(b) - float(a)) / p > MAX_CLOCK_TICKS:
+            n = abs(float(b) - float(a)) / p
+            name = getattr(c, "name", type(c).__name__)
+            raise ValueError(
+                f"simulate: clock of {name!r} (period {p!r} s) would tick {n:.3g} times over "
+                f"[{float(a)!r}, {float(b)!r}] s (more than {MAX_CLOCK_TICKS:.0e}, each a segment "
+                "boundary); check the unit of its period."
+            )
+
+
 def check_events_arg(events) -> None:
     """`events` is a sequence of events: a single `Event` is refused with the fix."""
     from ._events import Event
@@ -647,6 +677,7 @@ def check_call(
     y0 = check_y0(model, y0, key_)
     check_physical(model, y0)
     check_times(t0, t1, ts, dt, sample_dt)
+    check_clock_ticks(clocks, t0, t1)
     check_solver(solver)
     type(model).check_solver(model, solver, dt)  # no bound-method module (see `simulate`)
     check_tolerances(rtol, atol)

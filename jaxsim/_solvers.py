@@ -20,6 +20,7 @@ A diffrax solver instance may also be passed to `simulate` directly.
 """
 
 import abc
+import contextlib
 import functools
 from typing import ClassVar
 
@@ -168,8 +169,8 @@ def _chain_step_tree(f_remat, coef, t, y, h, args):
     # Stage loop on the state's pytree (states whose leaves mix dtypes).
     def stage(carry, xs):
         yi, y1 = carry
-        ha, hb, c, cp, ps = xs
-        with stage_context(c, cp, ps):
+        ha, hb, c, *prev = xs  # `prev`: the previous node and step flag (`stage_clock`), if given
+        with stage_context(c, *prev) if prev else contextlib.nullcontext():
             k = f_remat(t + c * h, yi, args)
         y1 = jtu.tree_map(lambda u, kk: u + hb.astype(kk.dtype) * kk, y1, k)
         yi = jtu.tree_map(lambda u, kk: u + ha.astype(kk.dtype) * kk, y, k)

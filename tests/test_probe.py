@@ -224,3 +224,14 @@ def test_member_returning_a_string_is_refused():
 
     with pytest.raises(TypeError, match=r"\['s'\] must be an array"):
         mc.run_batch(lambda p: {"v": p["a"], "s": "abc"}, DISPERSIONS, key=jr.key(0), n=2)
+
+
+def test_clock_period_in_the_wrong_unit_is_refused_at_once():
+    """A clock of period 1e-8 s over 100 s (1e10 ticks) listed ticks for minutes; now refused
+    with the estimate before anything runs."""
+    thr = fx.Thrusters([[0.0, 0.0, 0.0]], [[1.0, 0.0, 0.0]], [1.0], [100.0], name="thr")
+    sc = fx.Spacecraft(fx.Hub(750.0, np.diag([900.0, 800.0, 600.0])), dynamic_effectors=(thr,))
+    y0 = sc.init_state(Z3, Z3, Z3, Z3)
+    fsw = fx.OnTimeFSW(js.Clock("1/100000000"), lambda t, y, a: jnp.zeros(1), 1, thrusters="thr")
+    with pytest.raises(ValueError, match="1e\\+10 times"):
+        js.simulate(sc, y0, 100.0, dt=0.1, clocks=[fsw])
