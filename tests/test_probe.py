@@ -235,3 +235,25 @@ def test_clock_period_in_the_wrong_unit_is_refused_at_once():
     fsw = fx.OnTimeFSW(js.Clock("1/100000000"), lambda t, y, a: jnp.zeros(1), 1, thrusters="thr")
     with pytest.raises(ValueError, match="1e\\+10 times"):
         js.simulate(sc, y0, 100.0, dt=0.1, clocks=[fsw])
+
+
+def test_normal_mass_dispersion_members_with_mass_le_0_fail():
+    """`mc.Normal` on a hub mass draws members with mass <= 0: they are failed members (the
+    traced physical check), the others succeed."""
+    import jax.random as jr
+
+    from jaxsim import montecarlo as mc
+
+    sc = _rigid_sc()
+    y0 = sc.init_state(Z3, Z3, Z3, np.array([0.01, 0.02, 0.0]))
+
+    def member(p):
+        model = eqx.tree_at(lambda s: s.hub.mass, sc, p["m"])
+        return js.simulate(model, y0, 0.5, dt=0.1, outputs=False, throw=False)
+
+    disp = mc.Dispersions({"m": mc.Normal(1.0, 2.0, unit="kg")})
+    res = mc.run_batch(member, disp, key=jr.key(3), n=16)
+    m = np.asarray(res.params["m"])
+    ok = np.asarray(res.ok)
+    assert np.any(m <= 0) and np.any(m > 0)
+    np.testing.assert_array_equal(ok, m > 0)
