@@ -390,3 +390,20 @@ def test_bad_inputs_refused_by_name():
         astro.ModifiedEquinoctialElements(-1.0, 0, 0, 0, 0, 0)
     with pytest.raises(ValueError, match=r"ClassicElements: the elements' shapes do not broadcast"):
         astro.ClassicElements(np.ones(2) * 7e6, np.zeros(3), 0, 0, 0, 0)
+
+
+def test_gradients_finite_on_an_exactly_circular_equatorial_state():
+    """e = 0 and i = 0 exactly: the undefined angles are set to zero and every gradient stays
+    finite (no NaN from |e| or the node line at zero)."""
+    r_N = jnp.array([7.0e6, 0.0, 0.0])
+    v_N = jnp.array([0.0, math.sqrt(MU / 7.0e6), 0.0])
+    el = astro.rv2elem(MU, r_N, v_N)
+    assert float(el.e) == 0.0 and float(el.i) == 0.0 and float(el.Omega) == 0.0
+    jac = jax.jacrev(
+        lambda r: jnp.stack(
+            [getattr(astro.rv2elem(MU, r, v_N), k) for k in ("a", "e", "i", "Omega", "omega", "f")]
+        )
+    )(r_N)
+    assert np.all(np.isfinite(np.asarray(jac)))
+    # Along-track displacement moves the true longitude by dx / r.
+    np.testing.assert_allclose(float(jac[5, 1]), 1.0 / 7.0e6, rtol=ROUND_TRIP_REL)

@@ -221,7 +221,9 @@ def rv2elem(mu, r_N, v_N) -> ClassicElements:
     v2 = jnp.sum(v_N * v_N, axis=-1)
     rv = jnp.sum(r_N * v_N, axis=-1)
     e_N = ((v2 / mu - 1.0 / r)[..., None] * r_N) - (rv / mu)[..., None] * v_N
-    e = jnp.linalg.norm(e_N, axis=-1)
+    # |e| with a finite gradient at e = 0 (an exactly circular state).
+    e2 = jnp.sum(e_N * e_N, axis=-1)
+    e = jnp.where(e2 > 0.0, jnp.sqrt(_safe(e2 > 0.0, e2)), 0.0)
     p = h2 / mu
     alpha = 2.0 / r - v2 / mu
     # Parabola: 1/a is round-off (|alpha r| < PARABOLIC_ALPHA_R); then e = 1 and a = -r_p = -p/2.
