@@ -1,9 +1,11 @@
 r"""Cannonball atmospheric drag with optional stochastic density and drag-coefficient corrections
 (Basilisk `dragDynamicEffector`)."""
 
+from typing import Any
+
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.kinematics import cross3, dot3, mv3
 from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
@@ -77,14 +79,14 @@ class Drag(AbstractDynamicEffector):
 
     def __init__(
         self,
-        atmosphere,
-        Cd,
-        area,
-        r_cp_B=None,
+        atmosphere: Any,
+        Cd: Float[ArrayLike, ""],
+        area: Float[ArrayLike, ""],
+        r_cp_B: Float[ArrayLike, "3"] | None = None,
         *,
-        density_correction=None,
+        density_correction: str | None = None,
         density_correction_index: int = 0,
-        cd_correction=None,
+        cd_correction: str | None = None,
         cd_correction_index: int = 0,
         name: str = "drag",
     ):

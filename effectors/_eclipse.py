@@ -6,10 +6,14 @@ spacecraft sees $\nu = \min_k \nu_k$ (exact unless two bodies cover the disc at 
 overestimates the light; as Basilisk's `eclipse`, which reports the deepest shadow).
 """
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import ArrayLike, Float
 
-from jaxsim.signals import evaluate
+from jaxsim.signals import AbstractSignal, evaluate
 from jaxsim.validation import as_array, check_positive
 
 from ._srp import R_SUN, _position, conical_illumination
@@ -63,7 +67,13 @@ class Eclipse(eqx.Module):
     positions: tuple
     R_sun: jnp.ndarray
 
-    def __init__(self, r_sun_N, occulters=None, *, R_sun=R_SUN):
+    def __init__(
+        self,
+        r_sun_N: Float[ArrayLike, "3"] | AbstractSignal | Callable[..., ArrayLike],
+        occulters: Sequence[Any] | None = None,
+        *,
+        R_sun: Float[ArrayLike, ""] = R_SUN,
+    ):
         cls = "Eclipse"
         self.r_sun_N = _position(cls, "r_sun_N", r_sun_N)
         if occulters is None:

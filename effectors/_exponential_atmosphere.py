@@ -2,7 +2,7 @@ r"""Exponential atmosphere density model (Basilisk `exponentialAtmosphere`)."""
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.kinematics import dot3
 from jaxsim.validation import as_array, check_nonnegative, check_positive, fail
@@ -38,7 +38,15 @@ class ExponentialAtmosphere(eqx.Module):
     min_altitude: Float[Array, ""] | None
     max_altitude: Float[Array, ""] | None
 
-    def __init__(self, rho0, scale_height, planet_radius, *, min_altitude=None, max_altitude=None):
+    def __init__(
+        self,
+        rho0: Float[ArrayLike, ""],
+        scale_height: Float[ArrayLike, ""],
+        planet_radius: Float[ArrayLike, ""],
+        *,
+        min_altitude: Float[ArrayLike, ""] | None = None,
+        max_altitude: Float[ArrayLike, ""] | None = None,
+    ):
         cls = "ExponentialAtmosphere"
         self.rho0 = check_nonnegative(
             cls, "rho0", as_array(cls, "rho0", rho0, "kg/m^3", ()), "kg/m^3"

@@ -10,10 +10,11 @@ correspondence with Basilisk's module are in `docs/variable_mass.md`.
 
 import abc
 import math
+from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.kinematics import cross3, dot3, mm3, mtv3, mv3
 from jaxsim.signals import AbstractSignal, breakpoints_of, evaluate
@@ -98,7 +99,13 @@ class ConstantVolumeTank(AbstractTankModel):
     r_TcT_T: Float[Array, "3"]
     max_fuel_mass: Float[Array, ""]
 
-    def __init__(self, prop_mass_init, radius, r_TcT_T=None, max_fuel_mass=None):
+    def __init__(
+        self,
+        prop_mass_init: Float[ArrayLike, ""],
+        radius: Float[ArrayLike, ""],
+        r_TcT_T: Float[ArrayLike, "3"] | None = None,
+        max_fuel_mass: Float[ArrayLike, ""] | None = None,
+    ):
         cls = "ConstantVolumeTank"
         self.prop_mass_init, self.r_TcT_T, self.max_fuel_mass = _common(
             cls, prop_mass_init, r_TcT_T, max_fuel_mass
@@ -126,7 +133,13 @@ class ConstantDensityTank(AbstractTankModel):
     r_TcT_T: Float[Array, "3"]
     max_fuel_mass: Float[Array, ""]
 
-    def __init__(self, prop_mass_init, radius, r_TcT_T=None, max_fuel_mass=None):
+    def __init__(
+        self,
+        prop_mass_init: Float[ArrayLike, ""],
+        radius: Float[ArrayLike, ""],
+        r_TcT_T: Float[ArrayLike, "3"] | None = None,
+        max_fuel_mass: Float[ArrayLike, ""] | None = None,
+    ):
         cls = "ConstantDensityTank"
         self.prop_mass_init, self.r_TcT_T, self.max_fuel_mass = _common(
             cls, prop_mass_init, r_TcT_T, max_fuel_mass
@@ -162,7 +175,13 @@ class EmptyingTank(AbstractTankModel):
     r_TcT_T: Float[Array, "3"]
     max_fuel_mass: Float[Array, ""]
 
-    def __init__(self, prop_mass_init, radius, r_TcT_T=None, max_fuel_mass=None):
+    def __init__(
+        self,
+        prop_mass_init: Float[ArrayLike, ""],
+        radius: Float[ArrayLike, ""],
+        r_TcT_T: Float[ArrayLike, "3"] | None = None,
+        max_fuel_mass: Float[ArrayLike, ""] | None = None,
+    ):
         cls = "EmptyingTank"
         self.prop_mass_init, self.r_TcT_T, self.max_fuel_mass = _common(
             cls, prop_mass_init, r_TcT_T, max_fuel_mass
@@ -249,7 +268,14 @@ class _CylindricalGrain(AbstractTankModel):
     r_TcT_T: Float[Array, "3"]
     max_fuel_mass: Float[Array, ""]
 
-    def __init__(self, prop_mass_init, radius, length, r_TcT_T=None, max_fuel_mass=None):
+    def __init__(
+        self,
+        prop_mass_init: Float[ArrayLike, ""],
+        radius: Float[ArrayLike, ""],
+        length: Float[ArrayLike, ""],
+        r_TcT_T: Float[ArrayLike, "3"] | None = None,
+        max_fuel_mass: Float[ArrayLike, ""] | None = None,
+    ):
         cls = type(self).__name__
         self.prop_mass_init, self.r_TcT_T, self.max_fuel_mass = _common(
             cls, prop_mass_init, r_TcT_T, max_fuel_mass
@@ -380,15 +406,15 @@ class FuelTank(AbstractStateEffector):
 
     def __init__(
         self,
-        model,
+        model: AbstractTankModel,
         *,
-        r_TB_B=None,
-        dcm_TB=None,
-        thrusters=(),
-        leak_rate=0.0,
-        update_only=True,
-        basilisk_lag=False,
-        starve_thrusters=True,
+        r_TB_B: Float[ArrayLike, "3"] | None = None,
+        dcm_TB: Float[ArrayLike, "3 3"] | None = None,
+        thrusters: str | Sequence[str] = (),
+        leak_rate: ArrayLike | AbstractSignal | Callable[..., ArrayLike] = 0.0,
+        update_only: bool = True,
+        basilisk_lag: bool = False,
+        starve_thrusters: bool = True,
         name: str = "tank",
     ):
         cls = "FuelTank"

@@ -21,13 +21,15 @@ the indirect terms), even for spherical harmonics, exactly as Basilisk logs it.
 
 import abc
 import math
+from collections.abc import Callable
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from jaxsim.kinematics import dot3, mv3
-from jaxsim.signals import evaluate
+from jaxsim.signals import AbstractSignal, evaluate
 from jaxsim.validation import (
     as_array,
     check_name,
@@ -113,7 +115,14 @@ class PointMassGravity(AbstractGravityBody):
     central: bool = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
-    def __init__(self, mu, *, r_PN_N=None, central: bool = False, name: str | None = None):
+    def __init__(
+        self,
+        mu: Float[ArrayLike, ""] | Body,
+        *,
+        r_PN_N: Float[ArrayLike, "3"] | AbstractSignal | Callable[..., ArrayLike] | None = None,
+        central: bool = False,
+        name: str | None = None,
+    ):
         cls = "PointMassGravity"
         mu, name = _mu_and_name(cls, mu, name)
         self.mu = check_positive(cls, "mu", as_array(cls, "mu", mu, "m^3/s^2", ()), "m^3/s^2")
@@ -165,15 +174,15 @@ class SphericalHarmonicGravity(AbstractGravityBody):
 
     def __init__(
         self,
-        mu,
-        radius,
-        C,
-        S=None,
+        mu: Float[ArrayLike, ""] | Body,
+        radius: Float[ArrayLike, ""] | None,
+        C: Float[ArrayLike, "L+1 L+1"] | None,
+        S: Float[ArrayLike, "L+1 L+1"] | None = None,
         *,
-        degree=None,
-        order=None,
-        dcm_PN=None,
-        r_PN_N=None,
+        degree: int | None = None,
+        order: int | None = None,
+        dcm_PN: Float[ArrayLike, "3 3"] | AbstractSignal | Callable[..., ArrayLike] | None = None,
+        r_PN_N: Float[ArrayLike, "3"] | AbstractSignal | Callable[..., ArrayLike] | None = None,
         central: bool = False,
         name: str | None = None,
     ):

@@ -15,13 +15,15 @@ Montenbruck, O., Gill, E., *Satellite Orbits*, Springer, 2000, sec. 3.5.2, eqs. 
 """
 
 import math
+from collections.abc import Callable
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from jaxsim.kinematics import dot3
-from jaxsim.signals import evaluate
+from jaxsim.signals import AbstractSignal, evaluate
 from jaxsim.validation import as_array, check_positive
 
 from ._srp import _position
@@ -114,7 +116,13 @@ class HarrisPriesterAtmosphere(eqx.Module):
     flattening: jnp.ndarray
     n: float = eqx.field(static=True)
 
-    def __init__(self, r_sun_N, *, n=4, body=EARTH):
+    def __init__(
+        self,
+        r_sun_N: Float[ArrayLike, "3"] | AbstractSignal | Callable[..., ArrayLike],
+        *,
+        n: int = 4,
+        body: Body = EARTH,
+    ):
         cls = "HarrisPriesterAtmosphere"
         self.r_sun_N = _position(cls, "r_sun_N", r_sun_N)
         if not isinstance(n, (int, float)) or not 2 <= n <= 6:

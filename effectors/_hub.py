@@ -2,6 +2,7 @@ r"""The rigid hub of a spacecraft: mass, inertia about its own CoM, and CoM offs
 
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import ArrayLike, Float
 
 from jaxsim.kinematics import cross3, dot3, mm3, mv3, tilde
 from jaxsim.validation import as_array, check_inertia, check_positive, fail, is_concrete
@@ -29,7 +30,12 @@ class Hub(eqx.Module):
     IHubPntBc_B: jnp.ndarray
     r_BcB_B: jnp.ndarray
 
-    def __init__(self, mass, IHubPntBc_B, r_BcB_B=None):
+    def __init__(
+        self,
+        mass: Float[ArrayLike, ""],
+        IHubPntBc_B: Float[ArrayLike, "3 3"],
+        r_BcB_B: Float[ArrayLike, "3"] | None = None,
+    ):
         cls = "Hub"
         self.mass = check_positive(cls, "mass", as_array(cls, "mass", mass, "kg", ()), "kg")
         inertia = as_array(cls, "IHubPntBc_B", IHubPntBc_B, "kg m^2", (3, 3))

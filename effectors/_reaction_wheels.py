@@ -103,11 +103,13 @@ doi:10.2514/1.G003277; friction: H. Olsson, K. J. Astrom et al., "Friction model
 compensation", European Journal of Control 4(3), 1998.
 """
 
+from collections.abc import Callable
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.kinematics import cross3, dot3, mv3, outer3
 from jaxsim.signals import AbstractSignal, breakpoints_of, evaluate
@@ -263,31 +265,31 @@ class ReactionWheels(AbstractStateEffector):
 
     def __init__(
         self,
-        gsHat_B,
-        Js,
+        gsHat_B: Float[ArrayLike, "n 3"],
+        Js: Float[ArrayLike, "*n"],
         *,
         model: str = "balanced",
-        Omega=None,
-        theta=None,
-        motor_torque=None,
-        w2Hat0_B=None,
-        w3Hat0_B=None,
-        rWB_B=None,
-        Jt=None,
-        Jg=None,
-        mass=None,
-        U_s=None,
-        U_d=None,
-        u_max=None,
-        u_min=None,
-        P_max=None,
-        Omega_max=None,
-        fCoulomb=None,
-        fStatic=None,
-        betaStatic=None,
-        cViscous=None,
-        omegaLimitCycle=None,
-        coulomb_width=None,
+        Omega: Float[ArrayLike, "*n"] | None = None,
+        theta: Float[ArrayLike, "*n"] | None = None,
+        motor_torque: ArrayLike | AbstractSignal | Callable[..., ArrayLike] | None = None,
+        w2Hat0_B: Float[ArrayLike, "n 3"] | None = None,
+        w3Hat0_B: Float[ArrayLike, "n 3"] | None = None,
+        rWB_B: Float[ArrayLike, "*n 3"] | None = None,
+        Jt: Float[ArrayLike, "*n"] | None = None,
+        Jg: Float[ArrayLike, "*n"] | None = None,
+        mass: Float[ArrayLike, "*n"] | None = None,
+        U_s: Float[ArrayLike, "*n"] | None = None,
+        U_d: Float[ArrayLike, "*n"] | None = None,
+        u_max: Float[ArrayLike, "*n"] | None = None,
+        u_min: Float[ArrayLike, "*n"] | None = None,
+        P_max: Float[ArrayLike, "*n"] | None = None,
+        Omega_max: Float[ArrayLike, "*n"] | None = None,
+        fCoulomb: Float[ArrayLike, "*n"] | None = None,
+        fStatic: Float[ArrayLike, "*n"] | None = None,
+        betaStatic: Float[ArrayLike, "*n"] | None = None,
+        cViscous: Float[ArrayLike, "*n"] | None = None,
+        omegaLimitCycle: Float[ArrayLike, "*n"] | None = None,
+        coulomb_width: Float[ArrayLike, "*n"] | None = None,
         track_work: bool = False,
         coupled_form: str = "general",
         name: str = "reaction_wheels",

@@ -14,9 +14,12 @@ Positions/velocities are of point $B$, relative to the central gravity body when
 $|\sigma| > 1$ (counted as `mrp_switches`), as Basilisk's `postIntegration`.
 """
 
+from collections.abc import Sequence
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import ArrayLike, Float
 
 from jaxsim.dynamic_object import AbstractDynamicObject, merge_derived
 from jaxsim.kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_to_dcm, mv3, tilde
@@ -24,7 +27,7 @@ from jaxsim.validation import as_array, check_name, check_positive, check_unique
 
 from . import _joints as joints
 from ._effector import AbstractDynamicEffector, AbstractStateEffector, check_state_effector
-from ._gravity import gravity_at, gravity_bodies
+from ._gravity import AbstractGravityBody, gravity_at, gravity_bodies
 from ._hub import Hub
 from ._joints import JointContribution
 from ._physical import all_valid
@@ -182,12 +185,12 @@ class Spacecraft(AbstractDynamicObject):
 
     def __init__(
         self,
-        hub,
+        hub: Hub,
         *,
-        state_effectors=(),
-        dynamic_effectors=(),
-        gravity=(),
-        min_radius=None,
+        state_effectors: Sequence[AbstractStateEffector] = (),
+        dynamic_effectors: Sequence[AbstractDynamicEffector] = (),
+        gravity: AbstractGravityBody | Sequence[AbstractGravityBody] | None = (),
+        min_radius: Float[ArrayLike, ""] | None = None,
         name: str = "spacecraft",
     ):
         cls = "Spacecraft"

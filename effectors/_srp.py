@@ -1,8 +1,11 @@
 r"""Cannonball solar radiation pressure with cylindrical or conical shadow (Basilisk `radiationPressure`)."""
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.signals import AbstractSignal, evaluate
 from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
@@ -10,6 +13,10 @@ from jaxsim.validation import as_array, check_name, check_nonnegative, check_pos
 from ._effector import AbstractDynamicEffector
 from ._types import ForceTorque, HubContext
 from .astro._bodies import Body
+
+
+if TYPE_CHECKING:  # annotation only (effectors._eclipse imports this module)
+    from ._eclipse import Eclipse
 
 
 # Basilisk `radiationPressure` constants: solar flux at 1 AU, astronomical unit, speed of light.
@@ -51,7 +58,13 @@ def _safe_acos(x):
     return jnp.arccos(jnp.clip(x, -1.0, 1.0))
 
 
-def conical_illumination(r_N, r_sun_N, r_occ_N, R_occ, R_sun=R_SUN):
+def conical_illumination(
+    r_N: Float[ArrayLike, "*batch 3"],
+    r_sun_N: Float[ArrayLike, "*batch 3"],
+    r_occ_N: Float[ArrayLike, "*batch 3"],
+    R_occ: Float[ArrayLike, ""],
+    R_sun: Float[ArrayLike, ""] = R_SUN,
+) -> Float[Array, "*batch"]:
     r"""Visible fraction $\nu\in[0,1]$ of the solar disc seen from `r_N` past a spherical occulter.
 
     Apparent radii $a = \arcsin(R_\odot/\|\mathbf s\|)$, $b = \arcsin(R/\|\mathbf p\|)$ and
@@ -147,16 +160,16 @@ class CannonballSRP(AbstractDynamicEffector):
 
     def __init__(
         self,
-        area,
-        r_sun_N,
-        C_R=1.2,
+        area: Float[ArrayLike, ""],
+        r_sun_N: Float[ArrayLike, "3"] | AbstractSignal | Callable[..., ArrayLike],
+        C_R: Float[ArrayLike, ""] = 1.2,
         *,
-        shadow="none",
-        R_occ=R_EARTH,
-        r_occ_N=None,
-        R_sun=R_SUN,
-        eclipse=None,
-        name="srp",
+        shadow: str = "none",
+        R_occ: Float[ArrayLike, ""] = R_EARTH,
+        r_occ_N: Float[ArrayLike, "3"] | AbstractSignal | Callable[..., ArrayLike] | None = None,
+        R_sun: Float[ArrayLike, ""] = R_SUN,
+        eclipse: "Eclipse | None" = None,
+        name: str = "srp",
     ):
         cls = "CannonballSRP"
         if isinstance(R_occ, Body):

@@ -19,23 +19,29 @@ revised ed., AIAA, 1999, sec. 8.4 (eqs. 8.60-8.61); Montenbruck & Gill, *Satelli
 sec. 3.2.1.
 """
 
+from collections.abc import Callable
+
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.kinematics import dot3
+from jaxsim.signals import AbstractSignal
 from jaxsim.validation import as_array, check_name, check_positive
 
 from ._gravity import AbstractGravityBody, _mu_and_name, _position_arg
 from .astro._bodies import Body
 
 
-def battin_f(q):
+def battin_f(q: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""$f(q) = (1+q)^{3/2} - 1$ without cancellation for small $q$:
     $q(3 + 3q + q^2)/(1 + (1+q)^{3/2})$ (Battin 1999, eq. 8.61)."""
     return q * (3.0 + 3.0 * q + q * q) / (1.0 + (1.0 + q) ** 1.5)
 
 
-def third_body_acceleration(mu, x_N, s_N):
+def third_body_acceleration(
+    mu: Float[ArrayLike, ""], x_N: Float[ArrayLike, "*batch 3"], s_N: Float[ArrayLike, "*batch 3"]
+) -> Float[Array, "*batch 3"]:
     r"""Perturbing acceleration [m/s^2] of a point mass `mu` [m^3/s^2] at `s_N` [m] on a point at
     `x_N` [m], both relative to the origin, direct minus indirect term, in Battin's form."""
     ss = dot3(s_N, s_N)
@@ -77,7 +83,13 @@ class ThirdBodyGravity(AbstractGravityBody):
     name: str = eqx.field(static=True)
     includes_indirect = True
 
-    def __init__(self, mu, r_PN_N, *, name: str | None = None):
+    def __init__(
+        self,
+        mu: Float[ArrayLike, ""] | Body,
+        r_PN_N: Float[ArrayLike, "3"] | AbstractSignal | Callable[..., ArrayLike],
+        *,
+        name: str | None = None,
+    ):
         cls = "ThirdBodyGravity"
         mu, name = _mu_and_name(
             cls, mu, "third_body" if name is None and not isinstance(mu, Body) else name

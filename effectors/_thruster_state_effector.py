@@ -11,7 +11,7 @@ a kink in $\kappa_i$, not a jump in the force).
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.signals import breakpoints_of, held_time
 from jaxsim.validation import as_array, check_name, check_positive, fail, is_concrete
@@ -116,19 +116,19 @@ class ThrusterStateEffector(AbstractStateEffector):
 
     def __init__(
         self,
-        r_TB_B,
-        tHat_B,
-        max_thrust,
-        Isp,
-        cutoff_frequency,
-        commands=None,
+        r_TB_B: Float[ArrayLike, "n 3"],
+        tHat_B: Float[ArrayLike, "n 3"],
+        max_thrust: Float[ArrayLike, "*n"],
+        Isp: Float[ArrayLike, "*n"],
+        cutoff_frequency: Float[ArrayLike, "*n"],
+        commands: OnTimeSchedule | None = None,
         *,
-        kappa0=0.0,
-        swirl_torque=0.0,
-        area_nozzle=0.0,
-        depletion_loads=False,
-        basilisk_hold=False,
-        name="thrusters",
+        kappa0: Float[ArrayLike, "*n"] = 0.0,
+        swirl_torque: Float[ArrayLike, "*n"] = 0.0,
+        area_nozzle: Float[ArrayLike, "*n"] = 0.0,
+        depletion_loads: bool = False,
+        basilisk_hold: bool = False,
+        name: str = "thrusters",
     ):
         cls = "ThrusterStateEffector"
         arrays = _thruster_arrays(cls, r_TB_B, tHat_B, max_thrust, Isp, swirl_torque, area_nozzle)

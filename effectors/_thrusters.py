@@ -44,7 +44,7 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim import AbstractClock, AbstractDiscreteModel
 from jaxsim.kinematics import cross3
@@ -146,7 +146,12 @@ class OnTimeSchedule(AbstractSignal):
     on_times: Float[Array, "K n"]
     min_on_time: Float[Array, " n"]
 
-    def __init__(self, times, on_times, min_on_time=0.0):
+    def __init__(
+        self,
+        times: Float[ArrayLike, " K"],
+        on_times: Float[ArrayLike, "K n"],
+        min_on_time: Float[ArrayLike, "*n"] = 0.0,
+    ):
         c = "OnTimeSchedule"
         self.times = as_array(c, "times", times, "s", (None,))
         K = self.times.shape[0]
@@ -338,16 +343,16 @@ class Thrusters(AbstractDynamicEffector):
 
     def __init__(
         self,
-        r_TB_B,
-        tHat_B,
-        max_thrust,
-        Isp,
-        throttle=None,
+        r_TB_B: Float[ArrayLike, "n 3"],
+        tHat_B: Float[ArrayLike, "n 3"],
+        max_thrust: Float[ArrayLike, "*n"],
+        Isp: Float[ArrayLike, "*n"],
+        throttle: ArrayLike | AbstractSignal | Callable[..., ArrayLike] | None = None,
         *,
-        swirl_torque=0.0,
-        area_nozzle=0.0,
-        depletion_loads=False,
-        name="thrusters",
+        swirl_torque: Float[ArrayLike, "*n"] = 0.0,
+        area_nozzle: Float[ArrayLike, "*n"] = 0.0,
+        depletion_loads: bool = False,
+        name: str = "thrusters",
     ):
         cls = "Thrusters"
         arrays = _thruster_arrays(cls, r_TB_B, tHat_B, max_thrust, Isp, swirl_torque, area_nozzle)
@@ -488,15 +493,15 @@ class OnTimeFSW(AbstractDiscreteModel):
 
     def __init__(
         self,
-        clock,
-        request,
-        n,
+        clock: AbstractClock,
+        request: Callable[..., ArrayLike],
+        n: int,
         *,
-        thrusters="thrusters",
-        min_on_time=0.0,
-        firing_state=None,
-        tick_at_t0=True,
-        name="on_time_fsw",
+        thrusters: str = "thrusters",
+        min_on_time: Float[ArrayLike, "*n"] = 0.0,
+        firing_state: tuple[str, ...] | None = None,
+        tick_at_t0: bool = True,
+        name: str = "on_time_fsw",
     ):
         c = "OnTimeFSW"
         if not isinstance(clock, AbstractClock):
