@@ -21,6 +21,7 @@ import copy
 import dataclasses
 import functools
 import inspect
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import diffrax as dfx
@@ -29,10 +30,13 @@ import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
+from jaxtyping import ArrayLike, Float, PRNGKeyArray, PyTree
 
 from . import _adaptive_core, _program_cache, _results
+from ._clocks import AbstractDiscreteModel
 from ._compile import jit as jaxsim_jit
 from ._dynamic_object import AbstractDynamicObject
+from ._events import Event
 from ._host_checks import nonfinite_message, on_host, raise_if_failed
 from ._layout import StateLayout
 from ._results import RESULTS
@@ -204,38 +208,38 @@ def _sample_times(t0, t1, ts, sample_dt):
 @_with_info
 def simulate(
     model: AbstractDynamicObject,
-    y0,
-    t1=None,
+    y0: PyTree[ArrayLike],
+    t1: float | None = None,
     *,
-    t0=0.0,
-    dt=None,
+    t0: float = 0.0,
+    dt: float | None = None,
     solver: AbstractSolver | dfx.AbstractSolver = RK4(),
-    ts=None,
-    sample_dt=None,
-    args=None,
-    rtol=None,
-    atol=None,
+    ts: Float[ArrayLike, " n"] | None = None,
+    sample_dt: float | None = None,
+    args: PyTree | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
     max_steps: int = 4096 * 64,
     outputs: bool = True,
     checkpoint: bool = True,
     throw: bool = True,
-    key=None,
-    dW=None,
-    dZ=None,
-    brownian="increments",
-    clocks=(),
-    events=(),
-    discontinuities=(),
-    max_events=None,
-    event_tol=1e-9,
-    dtmax=None,
-    root_finder=None,
-    adjoint=None,
-    progress=False,
-    dt0=None,
-    saveat=None,
-    stepsize_controller=None,
-    progress_meter=None,
+    key: PRNGKeyArray | int | None = None,
+    dW: Float[ArrayLike, "steps noise"] | None = None,
+    dZ: Float[ArrayLike, "steps noise"] | None = None,
+    brownian: str | dfx.AbstractBrownianPath = "increments",
+    clocks: Sequence[AbstractDiscreteModel] = (),
+    events: Sequence[Event] = (),
+    discontinuities: Sequence[Any] = (),
+    max_events: int | None = None,
+    event_tol: float = 1e-9,
+    dtmax: float | None = None,
+    root_finder: Any = None,
+    adjoint: dfx.AbstractAdjoint | None = None,
+    progress: bool | Callable[[float, float], None] = False,
+    dt0: float | None = None,
+    saveat: dfx.SaveAt | None = None,
+    stepsize_controller: dfx.AbstractStepSizeController | None = None,
+    progress_meter: dfx.AbstractProgressMeter | None = None,
 ) -> Solution:
     r"""Propagate `model` from `y0` at `t0` to `t1` and sample it at `ts`.
 

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
 import numpy as np
+from jaxtyping import PRNGKeyArray, PyTree
 
 from .._compile import compiler_options
 from .._results import RESULTS
@@ -717,9 +718,9 @@ def member_range(n: int, process_index: int, process_count: int, chunk_size: int
 
 def run_batch(
     fn: Callable[[Any], Any],
-    params,
+    params: PyTree,
     *,
-    key=None,
+    key: PRNGKeyArray | None = None,
     n: int | None = None,
     chunk_size: int | None = None,
     members: Sequence[int] | None = None,

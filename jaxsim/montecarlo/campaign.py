@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
+from jaxtyping import PRNGKeyArray, PyTree
 
 from .. import _schema
 from .batch import (
@@ -521,11 +522,11 @@ def _barrier(name: str) -> None:
 
 def run_campaign(
     fn: Callable[[Any], Any],
-    params,
+    params: PyTree,
     directory: str | os.PathLike,
     *,
     chunk_size: int,
-    key=None,
+    key: PRNGKeyArray | None = None,
     n: int | None = None,
     devices: Sequence[jax.Device] | None = None,
     mesh: jax.sharding.Mesh | None = None,
@@ -537,7 +538,7 @@ def run_campaign(
     config: dict | None = None,
     units: dict | None = None,
     load: bool = True,
-    setup=None,
+    setup: str | os.PathLike | dict | None = None,
 ) -> BatchResult | None:
     r"""Run a Monte Carlo campaign chunk by chunk into `directory`, resumably.
 
@@ -952,7 +953,7 @@ def _store_schema(root) -> tuple:
     return tuple((path, _schema.RunInfo.from_json(info)) for path, info in sols.items())
 
 
-def open_campaign(directory: str | os.PathLike):
+def open_campaign(directory: str | os.PathLike) -> Any:
     """The campaign's store as a lazily loaded `xarray.Dataset` (nothing is read until used).
 
     The schema of runs and batches (`jaxsim.results.to_xarray`): the names of

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
 import numpy as np
+from jaxtyping import PyTree
 
 from .distributions import AbstractDistribution
 
@@ -76,7 +77,7 @@ class Dispersions(eqx.Module):
 
     tree: Any
 
-    def __init__(self, tree):
+    def __init__(self, tree: PyTree):
         leaves = jtu.tree_leaves(tree, is_leaf=_is_dist)
         if not leaves:
             raise ValueError(

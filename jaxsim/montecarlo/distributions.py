@@ -15,7 +15,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .._kinematics import prv_to_dcm
 from .._validation import as_array, check_inertia, check_nonnegative, check_unit_vectors, fail
@@ -85,7 +85,15 @@ class Normal(AbstractDistribution):
     high: Float[Array, "..."] | None
     unit: str = eqx.field(static=True)
 
-    def __init__(self, mean, std, *, low=None, high=None, unit: str = ""):
+    def __init__(
+        self,
+        mean: ArrayLike,
+        std: ArrayLike,
+        *,
+        low: ArrayLike | None = None,
+        high: ArrayLike | None = None,
+        unit: str = "",
+    ):
         cls = "Normal"
         mean = as_array(cls, "mean", mean, unit)
         std = check_nonnegative(cls, "std", as_array(cls, "std", std, unit), unit)
@@ -141,7 +149,7 @@ class Uniform(AbstractDistribution):
     high: Float[Array, "..."]
     unit: str = eqx.field(static=True)
 
-    def __init__(self, low, high, *, unit: str = ""):
+    def __init__(self, low: ArrayLike, high: ArrayLike, *, unit: str = ""):
         cls = "Uniform"
         low = as_array(cls, "low", low, unit)
         high = as_array(cls, "high", high, unit)
@@ -185,7 +193,9 @@ class Relative(AbstractDistribution):
     kind: str = eqx.field(static=True)
     unit: str = eqx.field(static=True)
 
-    def __init__(self, nominal, scale, *, kind: str = "normal", unit: str = ""):
+    def __init__(
+        self, nominal: ArrayLike, scale: ArrayLike, *, kind: str = "normal", unit: str = ""
+    ):
         cls = "Relative"
         if kind not in ("normal", "uniform"):
             raise ValueError(f"{cls}: `kind` must be 'normal' or 'uniform'; got {kind!r}.")
@@ -208,7 +218,9 @@ class Relative(AbstractDistribution):
         return self.nominal * (1.0 + self.scale * z)
 
 
-def percent(nominal, pct, *, kind: str = "normal", unit: str = "") -> Relative:
+def percent(
+    nominal: ArrayLike, pct: ArrayLike, *, kind: str = "normal", unit: str = ""
+) -> Relative:
     """`Relative(nominal, pct / 100, kind=kind)`: a dispersion given in percent of the nominal.
 
     !!! example
@@ -279,7 +291,14 @@ class PrincipalInertia(AbstractDistribution):
     angle_std: Float[Array, ""]
     max_tries: int = eqx.field(static=True)
 
-    def __init__(self, inertia, rel_std, *, angle_std=0.0, max_tries: int = 16):
+    def __init__(
+        self,
+        inertia: Float[ArrayLike, "3 3"],
+        rel_std: Float[ArrayLike, "*d"],
+        *,
+        angle_std: Float[ArrayLike, ""] = 0.0,
+        max_tries: int = 16,
+    ):
         cls = "PrincipalInertia"
         inertia = check_inertia(cls, "inertia", as_array(cls, "inertia", inertia, "kg m^2", (3, 3)))
         moments, axes = np.linalg.eigh(np.asarray(inertia))
@@ -346,7 +365,7 @@ class AttitudeMRP(AbstractDistribution):
     angle_std: Float[Array, " 3"]
     beta_BN: Float[Array, " 4"]
 
-    def __init__(self, sigma_BN, angle_std):
+    def __init__(self, sigma_BN: Float[ArrayLike, "3"], angle_std: Float[ArrayLike, "*d"]):
         cls = "AttitudeMRP"
         self.sigma_BN = as_array(cls, "sigma_BN", sigma_BN, "-", (3,))
         angle_std = check_nonnegative(
@@ -410,7 +429,7 @@ class UnitVector(AbstractDistribution):
     nominal: Float[Array, "*n 3"]
     angle_std: Float[Array, ""]
 
-    def __init__(self, nominal, angle_std):
+    def __init__(self, nominal: Float[ArrayLike, "*n 3"], angle_std: Float[ArrayLike, ""]):
         cls = "UnitVector"
         nominal = as_array(cls, "nominal", nominal, "-")
         if nominal.ndim not in (1, 2) or nominal.shape[-1] != 3:

@@ -2,6 +2,10 @@
 a campaign's store, chunk by chunk (`summarize_campaign`), its failures (`campaign_failures`,
 `failure_counts`) and dispersion plots (`plot_campaign`)."""
 
+import os
+from collections.abc import Sequence
+from typing import Any
+
 import equinox as eqx
 import numpy as np
 
@@ -35,7 +39,10 @@ class Summary(eqx.Module):
 
 
 def summarize(
-    result: BatchResult, percentiles=(5.0, 50.0, 95.0), *, include_params: bool = False
+    result: BatchResult,
+    percentiles: Sequence[float] = (5.0, 50.0, 95.0),
+    *,
+    include_params: bool = False,
 ) -> dict[str, Summary]:
     r"""Mean, standard deviation, extremes and percentiles of every output over the `ok` members.
 
@@ -150,11 +157,11 @@ def _stats(x: np.ndarray, pct, n_ok: int) -> dict:
 
 
 def summarize_campaign(
-    directory,
-    percentiles=(5.0, 50.0, 95.0),
+    directory: str | os.PathLike,
+    percentiles: Sequence[float] = (5.0, 50.0, 95.0),
     *,
     include_params: bool = False,
-    names=None,
+    names: Sequence[str] | None = None,
     max_bytes: int = _STORE_BYTES,
 ) -> dict[str, Summary]:
     r"""`summarize` of a campaign on disk, read from its store without loading it.
@@ -238,7 +245,7 @@ def summarize_campaign(
     return out
 
 
-def campaign_failures(directory) -> list[tuple[int, str, float | None]]:
+def campaign_failures(directory: str | os.PathLike) -> list[tuple[int, str, float | None]]:
     """The failure table of a campaign on disk: `[(member, cause, t_final)]` of the failed
     members of its committed chunks (as `BatchResult.failure_table`), reading only the rows of
     the failed members.
@@ -271,7 +278,7 @@ def campaign_failures(directory) -> list[tuple[int, str, float | None]]:
     return _batch_from_flat(flat, manifest["n"], False, errors).failure_table()
 
 
-def failure_counts(directory) -> dict[str, int]:
+def failure_counts(directory: str | os.PathLike) -> dict[str, int]:
     """`{cause: number of members}` of a campaign on disk, most frequent first."""
     counts: dict[str, int] = {}
     for _, cause, _ in campaign_failures(directory):
@@ -280,15 +287,15 @@ def failure_counts(directory) -> dict[str, int]:
 
 
 def plot_campaign(
-    directory,
+    directory: str | os.PathLike,
     name: str,
     *,
-    percentiles=(5.0, 25.0),
-    labels=None,
+    percentiles: Sequence[float] = (5.0, 25.0),
+    labels: Sequence[str] | None = None,
     ylabel: str = "",
     title: str = "",
     max_bytes: int = _STORE_BYTES,
-):
+) -> Any:
     """Dispersion plot of one output of a campaign on disk: the median and the bands between the
     `p`-th and `(100 - p)`-th percentiles over the `ok` members, per sample time, from
     `summarize_campaign` (memory bounded by `max_bytes`, whatever the number of members).
