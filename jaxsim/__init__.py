@@ -22,6 +22,7 @@ _cache.configure()  # the cache folder (`jaxsim._cache`); JAXSIM_CACHE=0 turns i
 
 from . import (  # plotting/results import matplotlib/xarray only when used
     animation as animation,
+    controls as controls,
     dynamic_object as dynamic_object,
     kinematics as kinematics,
     montecarlo as montecarlo,

@@ -2,11 +2,15 @@ r"""Scheduled, time-dependent inputs (commands) evaluated inside the drift.
 
 A signal is a pure function of time. Two conventions at a discontinuity $t_i$:
 
-- `PiecewiseConstant` takes the **left limit** (the value on $(t_{i-1}, t_i]$ is $v_{i-1}$) and reads
-  `held_time(t)` (`jaxsim._step_context`): inside a step of the fixed-step driver that is the step's
-  midpoint, so every RK stage of a step sees the value held over it (Basilisk's zero-order hold: a
-  command set at $t_k$ acts on $[t_k, t_{k+1}]$) when the switch times lie on the step grid; with an
-  adaptive solver the switch times are `jump_ts` breakpoints.
+- `PiecewiseConstant` takes the **left limit** (the value on $(t_{i-1}, t_i]$ is $v_{i-1}$). Inside a
+  step $[t_k, t_{k+1}]$ of the fixed-step driver every RK stage reads the value held over the step:
+  the mean of the signal over the step, $\sum_i v_i\,|[t_k, t_{k+1}] \cap (t_i, t_{i+1}]| / h$. With
+  switch times on the step grid that is the one value held over the step (Basilisk's zero-order
+  hold: a command set at $t_k$ acts on $[t_k, t_{k+1}]$, never the next interval's value, also at
+  the last stage); a switch inside a step weighs both values by their share of the step, so the
+  integral of the input is exact and a (traced) switch time has its derivative. Adaptive solvers
+  stop at the switch times (`jump_ts`) or, when they are traced, at segment boundaries
+  (`simulate(..., discontinuities=[model])`).
 - `Step`, `Ramp`, `PiecewiseTable`, `SquareWave`, `TriangleWave` are **right-continuous** (bdsim's
   convention). Given to `simulate(..., discontinuities=...)` their times become segment boundaries of
   the hybrid driver, which evaluates the drift one ulp inside each segment, so both conventions give
@@ -18,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
-from ._step_context import held_time
+from ._step_context import held_interval
 from ._validation import as_array, check_positive, is_concrete
 
 
@@ -32,17 +36,61 @@ class AbstractSignal(eqx.Module):
         return ()
 
 
+def nan_unless_increasing(times, u):
+    """`u`, or NaN where traced `times` are not increasing (the run then fails with a non-finite
+    state: the in-program check of values that could not be checked at construction)."""
+    if times.shape[0] < 2:
+        return u
+    return jnp.where(jnp.all(jnp.diff(times) > 0), u, jnp.nan)
+
+
+def check_increasing(cls, arg, times) -> bool:
+    """Refuse concrete non-increasing `times` [s]; True when they were concrete (checked)."""
+    if not is_concrete(times):
+        return False
+    if times.shape[0] > 1 and bool(np.any(np.diff(np.asarray(times)) <= 0)):
+        raise ValueError(f"{cls}: `{arg}` [s] must be increasing; got {np.asarray(times)}.")
+    return True
+
+
+def held_value(times, values, t):
+    r"""The value of the left-continuous piecewise-constant input (`times`, `values`) a drift call
+    at `t` reads: inside a declared fixed step $[a, b]$ its mean over the step,
+    $\sum_i v_i\,(c_{i+1} - c_i) / (b - a)$ with $c_i$ the switch time $t_i$ clipped to $[a, b]$
+    ($c_0 = a$, $c_{n+1} = b$); outside a fixed step, the left limit at `t`.
+
+    On the step grid the weights are exactly 1 and 0 (the held value, bit for bit). A switch time
+    moves the run through the step that holds it on $[a, b)$: on a grid node, the step starting
+    there (the steps tile the horizon exactly), so its derivative is counted once."""
+    interval = held_interval()
+    if interval is None:
+        return values[jnp.searchsorted(times, t, side="left")]
+    a, b = interval
+    c = jnp.where(times < a, a, jnp.where(times < b, times, b))
+    c = jnp.concatenate([jnp.reshape(a, (1,)), c, jnp.reshape(b, (1,))])
+    w = jnp.diff(c) / (b - a)
+    return jnp.tensordot(w, values, axes=1)
+
+
 class PiecewiseConstant(AbstractSignal):
     r"""Held values: $u(t) = v_0$ for $t \le t_1$, $v_i$ for $t_i < t \le t_{i+1}$, $v_n$ after $t_n$.
 
+    Every RK stage of a fixed step reads the value held over the step (never the next interval's,
+    also at the last stage of a step ending on a switch); a switch inside a step counts with its
+    share of the step (the module docstring). Constructible under `jit`/`grad`/`vmap`: concrete
+    `times` are checked here, traced ones in the run (not increasing: the input is NaN and the run
+    fails with a non-finite state).
+
     **Arguments:**
 
-    - `times`: switch times $t_1 < \dots < t_n$ [s], shape `(n,)`.
+    - `times`: switch times $t_1 < \dots < t_n$ [s], shape `(n,)` (may be traced: a traced switch
+      time is differentiable; see the guide "Controls").
     - `values`: the values, shape `(n + 1, ...)`.
     """
 
     times: jnp.ndarray
     values: jnp.ndarray
+    checked: bool = eqx.field(static=True)
 
     def __init__(self, times: Float[ArrayLike, " n"], values: Float[ArrayLike, "n+1 ..."]):
         times = as_array("PiecewiseConstant", "times", times, "s")
@@ -56,17 +104,16 @@ class PiecewiseConstant(AbstractSignal):
                 "PiecewiseConstant: `values` must have shape (len(times) + 1, ...); got "
                 f"{values.shape} for {times.shape[0]} times."
             )
-        if times.shape[0] > 1 and bool(jnp.any(jnp.diff(times) <= 0)):
-            raise ValueError(f"PiecewiseConstant: `times` [s] must be increasing; got {times}.")
+        self.checked = check_increasing("PiecewiseConstant", "times", times)
         self.times = times
         self.values = values
 
     def __call__(self, t):
-        i = jnp.searchsorted(self.times, held_time(t), side="left")
-        return self.values[i]
+        u = held_value(self.times, self.values, t)
+        return u if self.checked else nan_unless_increasing(self.times, u)
 
     def breakpoints(self):
-        return tuple(float(x) for x in self.times)
+        return tuple(self.times[i] for i in range(self.times.shape[0]))
 
 
 def evaluate(signal_or_value, t):
@@ -309,3 +356,22 @@ class TriangleWave(AbstractSignal):
 
     def breakpoints(self, t0=None, t1=None):
         return _periodic_edges("TriangleWave", self.freq, self.phase, (0.0, 0.5), t0, t1)
+
+
+def concrete_breakpoints(model) -> tuple:
+    """The model's breakpoints as floats, for an adaptive solve that stops at them (`jump_ts`).
+
+    Traced ones (switch times under `jit`/`grad`/`vmap`) are refused by name: `jump_ts` are fixed
+    when the program is built, and a solve that does not stop at a switch time would give its
+    derivative as zero. The segmented driver makes them (traced) segment boundaries."""
+    out = []
+    for b in type(model).breakpoints(model):
+        if not is_concrete(b):
+            raise ValueError(
+                f"simulate: the breakpoints of {type(model).__name__} are traced (switch times "
+                "of a signal or control under `jit`/`grad`/`vmap`); an adaptive solve stops at "
+                "breakpoints given as concrete `jump_ts` only. Pass `discontinuities=[model]`: "
+                "the run then ends segments at the traced times (differentiable)."
+            )
+        out.append(float(b))
+    return tuple(out)

@@ -40,6 +40,7 @@ from ._events import Event
 from ._host_checks import nonfinite_message, on_host, raise_if_failed
 from ._layout import StateLayout
 from ._results import RESULTS
+from ._signals import concrete_breakpoints
 from ._solvers import (
     RK4,
     AbstractFixedStepSolver,
@@ -375,7 +376,7 @@ def simulate(
         sol = guarded(rep, _adaptive_core.run,
             model, y0, args, solver, t0, t1, np.asarray(ts), None if dt is None else float(dt),
             float(rtol), float(atol), int(max_steps), bool(outputs), bool(throw),
-            tuple(float(b) for b in type(model).breakpoints(model)),
+            concrete_breakpoints(model),
             _adaptive_core.loop_kind(adjoint), bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
             rep,
         )  # fmt: skip
@@ -401,7 +402,7 @@ def simulate(
             int(max_steps),
             bool(outputs),
             bool(throw),
-            tuple(float(b) for b in type(model).breakpoints(model)),
+            concrete_breakpoints(model),
             adjoint,
             bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
             rep,
@@ -618,7 +619,9 @@ def scan_grid(
         t = t0 + n * dt
         y = unpack(v)
         aux1, inputs = (aux, None) if before_step is None else before_step(n, t, y, aux)
-        with step_interval(t, t + dt):  # held inputs keep one value over the step's stages
+        # Held inputs keep one value over the step's stages; the intervals tile the horizon
+        # exactly (a step ends where the next begins), so a switch time on a node is in one step.
+        with step_interval(t, t0 + (n + 1) * dt):
             y1 = step(n, t, y, extra, inputs)
         y1, c = model.step_map(t + dt, y1)
         y1 = pack(y1)

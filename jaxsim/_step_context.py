@@ -34,6 +34,11 @@ def step_interval(t0, t1):
         _STEP_INTERVAL.reset(token)
 
 
+def held_interval():
+    """The declared step interval `(t_k, t_{k+1})` of the fixed-step driver, or None outside one."""
+    return _STEP_INTERVAL.get()
+
+
 def held_time(t):
     """The time at which a held (piecewise) input is evaluated for a drift call at `t`."""
     interval = _STEP_INTERVAL.get()
