@@ -30,7 +30,7 @@ Rows:
    program cache (each in its own subprocess; the caches in a temporary folder).
 
 Run: `python -m benchmarks.bench_lean [--rounds N]` (writes `benchmarks/results/lean.json`, `.md`).
-heyoka is optional (`pip install 'jaxsim[bench]'`); without it those columns are empty.
+heyoka is optional (`pip install 'jaxsim-spacecraft[bench]'`); without it those columns are empty.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def tqdm_class(where: str):
     except ImportError as err:
         raise ImportError(
             f"{where}: `progress=True` draws a tqdm progress bar, and tqdm is not installed: "
-            "`pip install 'jaxsim[progress]'` (or `pip install tqdm`), or pass a callable that "
+            "`pip install 'jaxsim-spacecraft[progress]'` (or `pip install tqdm`), or pass a callable that "
             "receives each report."
         ) from err
     return tqdm

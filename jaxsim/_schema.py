@@ -412,7 +412,7 @@ def require_xarray(where: str):
     except ImportError as err:
         raise ImportError(
             f"{where} needs xarray, which is not installed; install it with "
-            "`pip install 'jaxsim[notebooks]'` (the `notebooks` extra) or `pip install xarray`."
+            "`pip install 'jaxsim-spacecraft[notebooks]'` (the `notebooks` extra) or `pip install xarray`."
         ) from err
     return xr
 

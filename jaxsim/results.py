@@ -161,7 +161,7 @@ def to_xarray(obj, *, member_dim: str = "member", model=None, units=None, epoch=
     `dt`, `rtol`, `atol`, `t0`, `t1`), `jaxsim_version`, `schema` and `epoch` when given.
     `ds.to_netcdf(path)` (with scipy: netCDF3) and `to_zarr(ds, path)` write it.
 
-    **Raises:** `ImportError` when xarray is missing (install `jaxsim[notebooks]`).
+    **Raises:** `ImportError` when xarray is missing (install `jaxsim-spacecraft[notebooks]`).
     """
     where = "to_xarray"
     _schema.require_xarray(where)

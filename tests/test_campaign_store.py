@@ -24,8 +24,8 @@ from tests._sharding_worker import OSC, oscillator_member
 
 
 matplotlib.use("Agg")
-pytest.importorskip("zarr", reason="campaigns need the optional extra jaxsim[campaign]")
-xr = pytest.importorskip("xarray", reason="campaigns need the optional extra jaxsim[campaign]")
+pytest.importorskip("zarr", reason="campaigns need the optional extra jaxsim-spacecraft[campaign]")
+xr = pytest.importorskip("xarray", reason="campaigns need the optional extra jaxsim-spacecraft[campaign]")
 
 DISP = mc.Dispersions(
     {"a": mc.Uniform(0.5, 2.0, unit="1/s^2"), "x0": mc.Normal(1.0, 0.1, unit="m")}
@@ -150,7 +150,7 @@ def test_without_the_extra(tmp_path, monkeypatch):
         mc.run_campaign(oscillator_member, DISP, tmp_path / "c", key=jr.key(0), n=2, chunk_size=2)
     assert str(err.value) == (
         "run_campaign: campaigns are stored with Zarr, which is not installed; install the "
-        'optional extra `pip install "jaxsim[campaign]"` (xarray, zarr).'
+        'optional extra `pip install "jaxsim-spacecraft[campaign]"` (xarray, zarr).'
     )
     assert not (tmp_path / "c").exists()
     # The runtime core imports (and runs batches) without xarray and zarr.

@@ -173,7 +173,7 @@ class DE421Ephemeris(AbstractEphemeris):
             from jplephem.ephem import Ephemeris
         except ImportError as err:
             raise ImportError(
-                f"{cls}: needs the packages `jplephem` and `de421` (pip install 'jaxsim[astro]'); "
+                f"{cls}: needs the packages `jplephem` and `de421` (pip install 'jaxsim-spacecraft[astro]'); "
                 "`AnalyticSunMoon` is a low-precision Sun/Moon model without them."
             ) from err
         if isinstance(targets, (str, Body)):

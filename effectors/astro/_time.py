@@ -38,7 +38,7 @@ def _astropy():
         from astropy.utils import iers
     except ImportError as err:  # pragma: no cover (the astro extra is installed in CI)
         raise ImportError(
-            "Epoch needs astropy (time scales, leap seconds): pip install 'jaxsim[astro]'."
+            "Epoch needs astropy (time scales, leap seconds): pip install 'jaxsim-spacecraft[astro]'."
         ) from err
     return Time, iers
 

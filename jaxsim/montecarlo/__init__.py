@@ -11,7 +11,7 @@ reporting, sharding over devices and resumable campaigns on disk.
    outputs); failed members are reported, not raised (members raising at run time are isolated:
    `RAISED`, `BatchResult.errors`). `summarize` gives statistics over the `ok` members.
 4. **Campaigns on disk**: `run_campaign` runs chunk by chunk into a Zarr store (optional extra
-   `jaxsim[campaign]`), resumably, refusing a resume that would mix results (a fingerprint of the
+   `jaxsim-spacecraft[campaign]`), resumably, refusing a resume that would mix results (a fingerprint of the
    member function's traced program), verifying chunk checksums, and under `jax.distributed`
    across processes; `load_campaign` / `open_campaign` (lazy xarray) read it;
    `summarize_campaign`, `campaign_failures`, `failure_counts`, `plot_campaign` work from the

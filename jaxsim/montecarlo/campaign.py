@@ -65,7 +65,7 @@ _MANIFEST = "manifest.json"
 _PROGRAM = "program.jaxpr.gz"
 _STORE = "campaign.zarr"
 _RECORDS = "chunks"
-_EXTRA = "campaign"  # the optional dependencies: pip install "jaxsim[campaign]"
+_EXTRA = "campaign"  # the optional dependencies: pip install "jaxsim-spacecraft[campaign]"
 # Constants of the traced program up to this many elements are written out in the manifest, so
 # that a refused resume shows their old and new values (larger ones by their sha256 only).
 _CONST_SHOWN = 16
@@ -87,7 +87,7 @@ def _require_zarr(where: str):
     except ImportError:
         raise ImportError(
             f"{where}: campaigns are stored with Zarr, which is not installed; install the "
-            f'optional extra `pip install "jaxsim[{_EXTRA}]"` (xarray, zarr).'
+            f'optional extra `pip install "jaxsim-spacecraft[{_EXTRA}]"` (xarray, zarr).'
         ) from None
     return zarr
 
@@ -590,7 +590,7 @@ def run_campaign(
     `load=False`.
 
     **Raises:** `ValueError` if `directory` holds another campaign (listing the differences);
-    `ImportError` without the optional extra `jaxsim[campaign]` (xarray, zarr).
+    `ImportError` without the optional extra `jaxsim-spacecraft[campaign]` (xarray, zarr).
 
     !!! example
 
@@ -987,7 +987,7 @@ def open_campaign(directory: str | os.PathLike) -> Any:
         import xarray as xr
     except ImportError:
         raise ImportError(
-            f'{where}: needs xarray; install the optional extra `pip install "jaxsim[{_EXTRA}]"` '
+            f'{where}: needs xarray; install the optional extra `pip install "jaxsim-spacecraft[{_EXTRA}]"` '
             "(xarray, zarr)."
         ) from None
     n, size = int(manifest["n"]), int(manifest["chunk_size"])
