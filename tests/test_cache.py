@@ -514,7 +514,8 @@ class _UserDecay(js.AbstractDynamicObject):
 def test_unkeyable_plain_runs_are_held_in_process(programs, monkeypatch, solver, folder):
     """A user model's repeated plain run executes its compiled program directly (no equinox
     filtering per call), with the cache folder on or off, bitwise as the equinox path."""
-    from jaxsim._simulate import _run_adaptive, _run_fixed
+    from jaxsim._adaptive_core import run as _run_adaptive  # jaxsim's pairs: the adaptive core
+    from jaxsim._simulate import _run_fixed
 
     if folder == "off":
         monkeypatch.setitem(_cache._state, "dir", None)
