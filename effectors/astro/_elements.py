@@ -33,6 +33,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.validation import as_array, is_concrete
 
@@ -89,7 +90,15 @@ class ClassicElements(eqx.Module):
     omega: jnp.ndarray
     f: jnp.ndarray
 
-    def __init__(self, a, e, i, Omega, omega, f):
+    def __init__(
+        self,
+        a: Float[ArrayLike, "*batch"],
+        e: Float[ArrayLike, "*batch"],
+        i: Float[ArrayLike, "*batch"],
+        Omega: Float[ArrayLike, "*batch"],
+        omega: Float[ArrayLike, "*batch"],
+        f: Float[ArrayLike, "*batch"],
+    ):
         cls = "ClassicElements"
         a = as_array(cls, "a", a, "m")
         e = as_array(cls, "e", e, "-")
@@ -141,7 +150,9 @@ class ClassicElements(eqx.Module):
         return self.p / (1.0 + self.e)
 
 
-def semilatus_rectum(a, e):
+def semilatus_rectum(
+    a: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]
+) -> Float[Array, "*batch"]:
     """$p$ [m] from `a` [m] and `e` [-], with Basilisk's parabola convention ($a = -r_p$ when $e = 1$)."""
     a, e = jnp.asarray(a, float), jnp.asarray(e, float)
     return jnp.where(e == 1.0, -2.0 * a, a * (1.0 - e * e))
@@ -162,7 +173,9 @@ def _perifocal_axes(i, Omega, omega):
     return p_hat, q_hat
 
 
-def elem2rv(mu, elements: ClassicElements):
+def elem2rv(
+    mu: Float[ArrayLike, ""], elements: ClassicElements
+) -> tuple[Float[Array, "*batch 3"], Float[Array, "*batch 3"]]:
     r"""Classical elements to the inertial position and velocity.
 
     $r = p/(1 + e\cos f)$, $\mathbf r = r(\cos f\,\hat p + \sin f\,\hat q)$,
@@ -191,7 +204,9 @@ def _wrap_2pi(x):
     return jnp.mod(x, _TWO_PI)
 
 
-def rv2elem(mu, r_N, v_N) -> ClassicElements:
+def rv2elem(
+    mu: Float[ArrayLike, ""], r_N: Float[ArrayLike, "*batch 3"], v_N: Float[ArrayLike, "*batch 3"]
+) -> ClassicElements:
     r"""Inertial position and velocity to classical elements (the inverse of `elem2rv`).
 
     $\mathbf h = \mathbf r\times\mathbf v$, $\mathbf e = \mathbf v\times\mathbf h/\mu - \hat{\mathbf r}$,
@@ -293,7 +308,7 @@ def _check_hyperbolic(fn, e):
     _require(fn, "e", jnp.asarray(e) > 1, "must be > 1 (hyperbolic)", "-", e)
 
 
-def E2f(E, e):
+def E2f(E: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""Eccentric anomaly $E$ [rad] to true anomaly $f$ [rad], $0 \le e < 1$:
     $f = 2\,\mathrm{atan2}(\sqrt{1+e}\sin\frac E2, \sqrt{1-e}\cos\frac E2)$."""
     _check_elliptic("E2f", e)
@@ -302,7 +317,7 @@ def E2f(E, e):
     )
 
 
-def f2E(f, e):
+def f2E(f: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""True anomaly $f$ [rad] to eccentric anomaly $E$ [rad], $0 \le e < 1$ (inverse of `E2f`)."""
     _check_elliptic("f2E", e)
     return 2.0 * jnp.arctan2(
@@ -310,20 +325,20 @@ def f2E(f, e):
     )
 
 
-def E2M(E, e):
+def E2M(E: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""Eccentric anomaly to mean anomaly [rad]: Kepler's equation $M = E - e\sin E$, $0 \le e < 1$."""
     _check_elliptic("E2M", e)
     return E - e * jnp.sin(E)
 
 
-def H2f(H, e):
+def H2f(H: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""Hyperbolic anomaly $H$ to true anomaly $f$ [rad], $e > 1$:
     $\tan\frac f2 = \sqrt{\frac{e+1}{e-1}}\tanh\frac H2$."""
     _check_hyperbolic("H2f", e)
     return 2.0 * jnp.arctan(jnp.sqrt((e + 1.0) / (e - 1.0)) * jnp.tanh(H / 2.0))
 
 
-def f2H(f, e):
+def f2H(f: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""True anomaly $f$ to hyperbolic anomaly $H$ [rad], $e > 1$, $|f| < \arccos(-1/e)$."""
     _check_hyperbolic("f2H", e)
     if _concrete(f, e):
@@ -338,7 +353,7 @@ def f2H(f, e):
     return 2.0 * jnp.arctanh(jnp.sqrt((e - 1.0) / (e + 1.0)) * jnp.tan(f / 2.0))
 
 
-def H2N(H, e):
+def H2N(H: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""Hyperbolic anomaly to hyperbolic mean anomaly [rad]: $N = e\sinh H - H$, $e > 1$."""
     _check_hyperbolic("H2N", e)
     return e * jnp.sinh(H) - H
@@ -363,7 +378,9 @@ def _newton(residual, slope, x0, args):
 
 
 @jax.custom_jvp
-def solve_kepler(M, e):
+def solve_kepler(
+    M: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]
+) -> Float[Array, "*batch"]:
     r"""Eccentric anomaly $E$ [rad] solving Kepler's equation $E - e\sin E = M$, $0 \le e < 1$.
 
     Newton's method from Danby's starter $E_0 = M + 0.85\,e\,\mathrm{sign}(\sin M)$ (converges for every
@@ -394,14 +411,16 @@ def _solve_kepler_jvp(primals, tangents):
     return E, dE
 
 
-def M2E(M, e):
+def M2E(M: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     """Mean anomaly to eccentric anomaly [rad], $0 \\le e < 1$ (`solve_kepler`, with its check)."""
     _check_elliptic("M2E", e)
     return solve_kepler(M, e)
 
 
 @jax.custom_jvp
-def solve_kepler_hyperbolic(N, e):
+def solve_kepler_hyperbolic(
+    N: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]
+) -> Float[Array, "*batch"]:
     r"""Hyperbolic anomaly $H$ [rad] solving $e\sinh H - H = N$, $e > 1$.
 
     Newton's method from $H_0 = \mathrm{sign}(N)\ln(2|N|/e + 1.8)$ (Vallado 2013, Algorithm 4 starter),
@@ -423,13 +442,13 @@ def _solve_kepler_hyperbolic_jvp(primals, tangents):
     return H, (dN - jnp.sinh(H) * de) / (e * jnp.cosh(H) - 1.0)
 
 
-def N2H(N, e):
+def N2H(N: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     """Hyperbolic mean anomaly to hyperbolic anomaly [rad], $e > 1$ (`solve_kepler_hyperbolic`)."""
     _check_hyperbolic("N2H", e)
     return solve_kepler_hyperbolic(N, e)
 
 
-def f2M(f, e):
+def f2M(f: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     """True anomaly to mean anomaly [rad] (elliptic, $0 \\le e < 1$): `E2M(f2E(f, e), e)`; the
     result has the same number of turns as `f` (continuous in `f`)."""
     _check_elliptic("f2M", e)
@@ -438,14 +457,16 @@ def f2M(f, e):
     return E2M(f2E(fr, e), e) + turns * _TWO_PI
 
 
-def M2f(M, e):
+def M2f(M: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     """Mean anomaly to true anomaly [rad] (elliptic, $0 \\le e < 1$), with the turns of `M` kept."""
     _check_elliptic("M2f", e)
     turns = jnp.floor((M + math.pi) / _TWO_PI)
     return E2f(solve_kepler(M - turns * _TWO_PI, e), e) + turns * _TWO_PI
 
 
-def kepler_propagate(mu, elements: ClassicElements, dt) -> ClassicElements:
+def kepler_propagate(
+    mu: Float[ArrayLike, ""], elements: ClassicElements, dt: Float[ArrayLike, "*batch"]
+) -> ClassicElements:
     r"""Two-body propagation of elliptic or hyperbolic elements by `dt` [s] (only $f$ changes).
 
     Elliptic: $M(t) = M_0 + n\,\Delta t$, $n = \sqrt{\mu/a^3}$; hyperbolic: $N(t) = N_0 + n\,\Delta t$,
@@ -495,7 +516,15 @@ class ModifiedEquinoctialElements(eqx.Module):
     k: jnp.ndarray
     L: jnp.ndarray
 
-    def __init__(self, p, f, g, h, k, L):
+    def __init__(
+        self,
+        p: Float[ArrayLike, "*batch"],
+        f: Float[ArrayLike, "*batch"],
+        g: Float[ArrayLike, "*batch"],
+        h: Float[ArrayLike, "*batch"],
+        k: Float[ArrayLike, "*batch"],
+        L: Float[ArrayLike, "*batch"],
+    ):
         cls = "ModifiedEquinoctialElements"
         p = as_array(cls, "p", p, "m")
         _require(cls, "p", p > 0, "must be > 0", "m", p)
@@ -544,7 +573,9 @@ def mee2elem(mee: ModifiedEquinoctialElements) -> ClassicElements:
     return rv2elem(1.0, r_N, v_N)
 
 
-def mee2rv(mu, mee: ModifiedEquinoctialElements):
+def mee2rv(
+    mu: Float[ArrayLike, ""], mee: ModifiedEquinoctialElements
+) -> tuple[Float[Array, "*batch 3"], Float[Array, "*batch 3"]]:
     r"""Modified equinoctial elements to inertial position [m] and velocity [m/s], shape `(..., 3)`.
 
     With $s^2 = 1 + h^2 + k^2$, $w = 1 + f\cos L + g\sin L$, $r = p/w$ and the equinoctial frame
@@ -570,7 +601,9 @@ def _equinoctial_axes(h, k):
     return f_hat, g_hat
 
 
-def rv2mee(mu, r_N, v_N) -> ModifiedEquinoctialElements:
+def rv2mee(
+    mu: Float[ArrayLike, ""], r_N: Float[ArrayLike, "*batch 3"], v_N: Float[ArrayLike, "*batch 3"]
+) -> ModifiedEquinoctialElements:
     r"""Inertial position [m] and velocity [m/s] to modified equinoctial elements.
 
     $h = -\hat h_y/(1 + \hat h_z)$, $k = \hat h_x/(1 + \hat h_z)$ from the unit angular momentum,
