@@ -17,6 +17,7 @@ GUIDES = [
     "variable_mass.md",
     "environment.md",
     "results_and_setups.md",
+    "controls.md",
 ]
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
