@@ -34,10 +34,9 @@ $J_t = J_g$. `coupled_form="basilisk"` reproduces Basilisk's formulas (for cross
 **Motor torque.** The command $u$ per wheel [N m] is the sum of `motor_torque` (a constant `(n,)` array,
 or a signal: a callable of $t$, e.g. `jaxsim.PiecewiseConstant`) and, when `args` is a dict holding
 `args[name]["motor_torque"]`, that array (flight software; the caller holds it constant over a step,
-i.e. zero-order hold). Note that a signal is a function of $t$ only: with a `PiecewiseConstant` switch on
-the step grid, the first RK stage of the step that starts at the switch still reads the left-limit
-(old) value; for an exact hold from $t_k$ on, run the segments with the command in `args` (as the tests
-do) or place the switch off the grid. The command limits of Basilisk's `reactionWheelStateEffector` are applied in this order:
+i.e. zero-order hold). A `jaxsim.controls` parameterization is the way to give an optimized
+profile: a `PiecewiseConstant` gives every RK stage of a fixed step the value held over the step
+(with switches on the step grid, the exact zero-order hold from $t_k$ on). The command limits of Basilisk's `reactionWheelStateEffector` are applied in this order:
 1. `u_max > 0`: $u \leftarrow \mathrm{clip}(u, -u_{max}, u_{max})$;
 2. $|u| < u_{min}$: $u \leftarrow 0$ (deadband);
 3. `P_max > 0` and $|u\Omega| \ge P_{max}$: $u \leftarrow \mathrm{sign}(u)\,|P_{max}/\Omega|$;

@@ -19,8 +19,10 @@ all four have comparable sensitivities.
 **Differentiable burn edges.** The burn edges are discontinuities of the thrust, and the
 parameters move them. Three ways to integrate through them:
 
-- plain fixed-step driver, `PiecewiseConstant` throttle: the signal is read at the step midpoint
-  (`held_time`), a step function of $t_{on}$ whose derivative is **zero** (wrong gradient);
+- plain fixed-step driver, `PiecewiseConstant` throttle with traced edges: the step holding an
+  edge reads the mean throttle over the step, so the derivative w.r.t. $t_{on}$ exists but is
+  that of a first-order-in-$h$ treatment of the edge step (exact only for an input that enters
+  the drift additively; guide "Controls and trajectory optimization");
 - hybrid driver (`simulate(..., discontinuities=[model])`: the thruster's traced `breakpoints()`): every
   edge is a segment boundary and the derivative is that of the exact piecewise solution, but
   the number of RK4 steps per segment is a step function of the edges (jumps of the size of the
