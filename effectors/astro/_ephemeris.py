@@ -33,12 +33,15 @@ Montenbruck, O., Gill, E., *Satellite Orbits*, Springer, 2000, sec. 3.3.2.
 
 import abc
 import math
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
 
 from ._bodies import Body
+from ._time import Epoch
 
 
 J2000_JD = 2451545.0  # [d] J2000.0 epoch, Julian date TDB
@@ -104,7 +107,9 @@ class EphemerisPosition(eqx.Module):
     t0: jnp.ndarray  # an array: `vmap`/`grad` over the epoch offset without recompiling
     target: str = eqx.field(static=True)
 
-    def __init__(self, ephemeris, target, epoch):
+    def __init__(
+        self, ephemeris: AbstractEphemeris, target: Body | str, epoch: Epoch | Float[ArrayLike, ""]
+    ):
         self.ephemeris = ephemeris
         self.target = _target_name("EphemerisPosition", "target", target)
         self.t0 = jnp.asarray(_tdb_offset(epoch), dtype=float)
@@ -166,7 +171,9 @@ class DE421Ephemeris(AbstractEphemeris):
     # Per target, the series names and weights of its position relative to `center`.
     combinations: tuple = eqx.field(static=True)
 
-    def __init__(self, targets, start, stop, *, center="earth"):
+    def __init__(
+        self, targets: Sequence[Body | str], start: float, stop: float, *, center: str = "earth"
+    ):
         cls = "DE421Ephemeris"
         try:
             import de421
@@ -288,7 +295,7 @@ def _ecliptic_to_equator(lon, lat, r):
     return jnp.stack([x, ce * y - se * z, se * y + ce * z])
 
 
-def sun_position_analytic(t):
+def sun_position_analytic(t: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch 3"]:
     r"""Geocentric Sun [m] (EME2000) at TDB seconds `t` past J2000: Montenbruck & Gill eq. 3.43,
     mean anomaly $M = 357.5256° + 35999.049° T$, ecliptic longitude
     $\lambda = 282.9400° + M + 6892'' \sin M + 72'' \sin 2M$, distance
@@ -300,7 +307,7 @@ def sun_position_analytic(t):
     return _ecliptic_to_equator(lon, jnp.zeros_like(lon), r)
 
 
-def moon_position_analytic(t):
+def moon_position_analytic(t: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch 3"]:
     r"""Geocentric Moon [m] (EME2000) at TDB seconds `t` past J2000: Montenbruck & Gill eq. 3.47
     (Brown's theory truncated to its largest terms: 14 in longitude, 8 in latitude, 9 in distance),
     the mean longitude reduced to the J2000 equinox by $-1.3972° T$."""
@@ -372,7 +379,7 @@ class AnalyticSunMoon(AbstractEphemeris):
 
     center: str = eqx.field(static=True)
 
-    def __init__(self, *, center="earth"):
+    def __init__(self, *, center: str = "earth"):
         center = _target_name("AnalyticSunMoon", "center", center)
         if center != "earth":
             raise ValueError(f"AnalyticSunMoon: `center` must be 'earth'; got {center!r}.")

@@ -35,8 +35,10 @@ import math
 
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
 
 from ._bodies import Body
+from ._time import Epoch
 
 
 _DEG = math.pi / 180.0  # [rad]
@@ -66,7 +68,7 @@ def _r3(a):
     return jnp.stack([jnp.stack([c, s, z]), jnp.stack([-s, c, z]), jnp.stack([z, z, o])])
 
 
-def earth_rotation_angle(jd_ut1):
+def earth_rotation_angle(jd_ut1: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""IERS 2010 Earth rotation angle [rad] in [0, 2 pi) at Julian date `jd_ut1` (UT1):
     $2\pi(0.7790572732640 + 1.00273781191135448\,D_u)$, $D_u$ = JD(UT1) - 2451545.0."""
     du = jnp.asarray(jd_ut1, dtype=float) - _J2000_JD
@@ -74,7 +76,7 @@ def earth_rotation_angle(jd_ut1):
     return 2.0 * jnp.pi * jnp.mod(turns, 1.0)
 
 
-def gmst82(days_ut1):
+def gmst82(days_ut1: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""IAU 1982 Greenwich mean sidereal time [rad] at `days_ut1` days of UT1 past J2000."""
     tu = days_ut1 / _CENTURY_DAYS
     seconds = (
@@ -83,7 +85,7 @@ def gmst82(days_ut1):
     return jnp.mod(seconds, _DAY) * (2.0 * jnp.pi / _DAY)
 
 
-def precession76(days_tt):
+def precession76(days_tt: Float[ArrayLike, ""]) -> Float[Array, "3 3"]:
     """IAU 1976 precession matrix [-] from the J2000 mean equator and equinox to those of date,
     `days_tt` days of TT past J2000 (Lieske et al. 1977)."""
     T = days_tt / _CENTURY_DAYS
@@ -130,7 +132,7 @@ class EarthRotation(eqx.Module):
     days_tt0: float = eqx.field(static=True)
     days_ut10: float = eqx.field(static=True)
 
-    def __init__(self, epoch, *, dut1=None):
+    def __init__(self, epoch: Epoch | Float[ArrayLike, ""], *, dut1: float | None = None):
         if dut1 is None:
             try:
                 dut1 = float(getattr(epoch, "ut1_minus_utc", 0.0))
@@ -227,7 +229,7 @@ class IAURotation(eqx.Module):
     body: str = eqx.field(static=True)
     t0: float = eqx.field(static=True)
 
-    def __init__(self, body, epoch):
+    def __init__(self, body: Body | str, epoch: Epoch | Float[ArrayLike, ""]):
         name = body.name if isinstance(body, Body) else body
         if name not in _IAU_LINEAR:
             raise ValueError(

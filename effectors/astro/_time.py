@@ -21,6 +21,7 @@ $2\times10^{-9}$ (the periodic term's slope): 2 us per day, far under any force 
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +88,13 @@ class Epoch:
         "_utc_extrapolated",
     )
 
-    def __init__(self, value, *, scale: str | None = None, format: str = "jd"):
+    def __init__(
+        self,
+        value: str | float | tuple[float, float] | Any,
+        *,
+        scale: str | None = None,
+        format: str = "jd",
+    ):
         Time, iers = _astropy()
         import erfa
 
