@@ -45,6 +45,7 @@ from typing import Any
 import equinox as eqx
 import jax
 import numpy as np
+from jaxtyping import PyTree
 
 import jaxsim as js
 
@@ -143,7 +144,7 @@ def _arguments(obj) -> dict:
     return args
 
 
-def describe(obj) -> Any:
+def describe(obj: Any) -> Any:
     """`obj` as a declarative JSON value: objects `{"type": ..., <argument>: ...}`, arrays as
     nested lists, numbers, strings, booleans, None, lists and objects."""
     if obj is None or isinstance(obj, bool | str):
@@ -205,7 +206,7 @@ def _is_numeric_list(value) -> bool:
     )
 
 
-def build(value, where: str = "model"):
+def build(value: Any, where: str = "model") -> Any:
     """Objects from a declarative value (see `describe`); `where` names it in errors."""
     if isinstance(value, dict) and "type" in value:
         cls = _resolve(value["type"], where)
@@ -388,7 +389,15 @@ def _same(a, b) -> str | None:
     return None
 
 
-def save_setup(path, model, y0=None, *, epoch=None, description=None, **settings) -> dict:
+def save_setup(
+    path: str | os.PathLike[str],
+    model: js.AbstractDynamicObject,
+    y0: PyTree | None = None,
+    *,
+    epoch: _dt.datetime | str | None = None,
+    description: str | None = None,
+    **settings: Any,
+) -> dict:
     """Write `model` (a `Spacecraft` or `jaxsim.System`), its initial state `y0` and the
     `simulate` settings (`t1`, `dt`, `solver`, `sample_dt`, `ts`, `rtol`, `atol`, `clocks`,
     `args`, ...) to the JSON file `path`; `load_setup(path).run()` then runs the same simulation.
@@ -430,7 +439,7 @@ def save_setup(path, model, y0=None, *, epoch=None, description=None, **settings
     return data
 
 
-def load_setup(path) -> Setup:
+def load_setup(path: str | os.PathLike[str]) -> Setup:
     """Read and validate a setup file (JSON, or TOML with the same tables) into a `Setup`.
 
     **Raises:** `ValueError` naming the key (and its expected type) of an invalid file.
