@@ -24,7 +24,6 @@ when traced. The continuous ones are evaluated at the stage time itself; `Piecew
 The natural cubic spline: de Boor, *A Practical Guide to Splines* (Springer, 1978), ch. IV.
 """
 
-import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import ArrayLike, Float
 
@@ -49,7 +48,8 @@ def _knots_and_values(cls, knots, values, min_knots):
             f"{cls}: `values` must have shape (len(knots), ...); got {values.shape} for "
             f"{knots.shape[0]} knots."
         )
-    return knots, values, check_increasing(cls, "knots", knots)
+    check_increasing(cls, "knots", knots)
+    return knots, values
 
 
 def _interval(knots, t):
@@ -72,12 +72,9 @@ class PiecewiseLinear(AbstractSignal):
 
     knots: jnp.ndarray
     values: jnp.ndarray
-    checked: bool = eqx.field(static=True)
 
     def __init__(self, knots: Float[ArrayLike, " n"], values: Float[ArrayLike, "n ..."]):
-        self.knots, self.values, self.checked = _knots_and_values(
-            "PiecewiseLinear", knots, values, 2
-        )
+        self.knots, self.values = _knots_and_values("PiecewiseLinear", knots, values, 2)
 
     def __call__(self, t):
         i = _interval(self.knots, t)
@@ -85,7 +82,7 @@ class PiecewiseLinear(AbstractSignal):
         s = jnp.clip((t - t0) / (t1 - t0), 0.0, 1.0)
         s = jnp.reshape(s, s.shape + (1,) * (self.values.ndim - 1))
         u = self.values[i] + s * (self.values[i + 1] - self.values[i])
-        return u if self.checked else nan_unless_increasing(self.knots, u)
+        return nan_unless_increasing(self.knots, u)
 
     def breakpoints(self):
         return tuple(self.knots[i] for i in range(self.knots.shape[0]))
@@ -112,10 +109,9 @@ class CubicSpline(AbstractSignal):
 
     knots: jnp.ndarray
     values: jnp.ndarray
-    checked: bool = eqx.field(static=True)
 
     def __init__(self, knots: Float[ArrayLike, " n"], values: Float[ArrayLike, "n ..."]):
-        self.knots, self.values, self.checked = _knots_and_values("CubicSpline", knots, values, 2)
+        self.knots, self.values = _knots_and_values("CubicSpline", knots, values, 2)
 
     def _second_derivatives(self):
         n = self.knots.shape[0]
@@ -149,7 +145,7 @@ class CubicSpline(AbstractSignal):
         ) / 6.0
         u = u + (t - tc) * du
         u = u.reshape(self.values.shape[1:])
-        return u if self.checked else nan_unless_increasing(self.knots, u)
+        return nan_unless_increasing(self.knots, u)
 
 
 class SwitchingTimes(AbstractSignal):
@@ -169,7 +165,6 @@ class SwitchingTimes(AbstractSignal):
 
     times: jnp.ndarray
     levels: jnp.ndarray
-    checked: bool = eqx.field(static=True)
 
     def __init__(self, times: Float[ArrayLike, " n"], levels: Float[ArrayLike, "2 ..."]):
         self.times = as_array("SwitchingTimes", "times", times, "s", (None,))
@@ -179,13 +174,13 @@ class SwitchingTimes(AbstractSignal):
                 f"SwitchingTimes: `levels` must have shape (2, ...); got {levels.shape}."
             )
         self.levels = levels
-        self.checked = check_increasing("SwitchingTimes", "times", self.times)
+        check_increasing("SwitchingTimes", "times", self.times)
 
     def __call__(self, t):
         n = self.times.shape[0]
         values = self.levels[jnp.arange(n + 1) % 2]
         u = held_value(self.times, values, t)
-        return u if self.checked else nan_unless_increasing(self.times, u)
+        return nan_unless_increasing(self.times, u)
 
     def breakpoints(self):
         return tuple(self.times[i] for i in range(self.times.shape[0]))

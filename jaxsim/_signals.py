@@ -37,20 +37,19 @@ class AbstractSignal(eqx.Module):
 
 
 def nan_unless_increasing(times, u):
-    """`u`, or NaN where traced `times` are not increasing (the run then fails with a non-finite
-    state: the in-program check of values that could not be checked at construction)."""
+    """`u`, or NaN when `times` are not increasing (the run then fails with a non-finite state):
+    the in-program check of traced times, and of times an optimizer moved after construction."""
     if times.shape[0] < 2:
         return u
     return jnp.where(jnp.all(jnp.diff(times) > 0), u, jnp.nan)
 
 
-def check_increasing(cls, arg, times) -> bool:
-    """Refuse concrete non-increasing `times` [s]; True when they were concrete (checked)."""
+def check_increasing(cls, arg, times) -> None:
+    """Refuse concrete non-increasing `times` [s] (traced ones are checked in the run)."""
     if not is_concrete(times):
-        return False
+        return
     if times.shape[0] > 1 and bool(np.any(np.diff(np.asarray(times)) <= 0)):
         raise ValueError(f"{cls}: `{arg}` [s] must be increasing; got {np.asarray(times)}.")
-    return True
 
 
 def held_value(times, values, t):
@@ -90,7 +89,6 @@ class PiecewiseConstant(AbstractSignal):
 
     times: jnp.ndarray
     values: jnp.ndarray
-    checked: bool = eqx.field(static=True)
 
     def __init__(self, times: Float[ArrayLike, " n"], values: Float[ArrayLike, "n+1 ..."]):
         times = as_array("PiecewiseConstant", "times", times, "s")
@@ -104,13 +102,13 @@ class PiecewiseConstant(AbstractSignal):
                 "PiecewiseConstant: `values` must have shape (len(times) + 1, ...); got "
                 f"{values.shape} for {times.shape[0]} times."
             )
-        self.checked = check_increasing("PiecewiseConstant", "times", times)
+        check_increasing("PiecewiseConstant", "times", times)
         self.times = times
         self.values = values
 
     def __call__(self, t):
         u = held_value(self.times, self.values, t)
-        return u if self.checked else nan_unless_increasing(self.times, u)
+        return nan_unless_increasing(self.times, u)
 
     def breakpoints(self):
         return tuple(self.times[i] for i in range(self.times.shape[0]))

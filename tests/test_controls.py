@@ -115,6 +115,11 @@ def test_traced_times_not_increasing_fail_the_run():
 
     ok = jax.jit(lambda tau: run(tau).ok)
     assert bool(ok(0.2)) and not bool(ok(0.9))
+    # Times moved out of order after construction (as an optimizer's update does) fail too.
+    u = eqx.tree_at(lambda c: c.times, PiecewiseConstant([0.2, 0.5], [3.0, 1.0, -2.0]),
+                    jnp.array([0.9, 0.5]))  # fmt: skip
+    model = Integrator(u)
+    assert not js.simulate(model, model.init_state(), T1, dt=DT, outputs=False, throw=False).ok
     with pytest.raises(ValueError, match=r"PiecewiseConstant: `times` \[s\] must be increasing"):
         PiecewiseConstant([0.9, 0.5], [3.0, 1.0, -2.0])
 
