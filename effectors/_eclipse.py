@@ -16,7 +16,7 @@ from jaxtyping import ArrayLike, Float
 from jaxsim.signals import AbstractSignal, evaluate
 from jaxsim.validation import as_array, check_positive
 
-from ._srp import R_SUN, _position, conical_illumination
+from ._shadow import R_SUN, _position, conical_illumination
 from .astro._bodies import EARTH, MOON, Body
 
 

@@ -26,7 +26,7 @@ from jaxsim.kinematics import dot3
 from jaxsim.signals import AbstractSignal, evaluate
 from jaxsim.validation import as_array, check_positive
 
-from ._srp import _position
+from ._shadow import _position
 from .astro._bodies import EARTH, Body
 
 
