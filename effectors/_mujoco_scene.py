@@ -42,6 +42,7 @@ import jax.numpy as jnp
 
 from jaxsim.dynamic_object import AbstractDynamicObject, ArrayCommand
 from jaxsim.kinematics import cross3, dcm_to_mrp, dot3
+from jaxsim.signals import AbstractSignal, breakpoints_of
 from jaxsim.validation import as_array, check_name
 
 from ._gravity import AbstractGravityBody, gravity_at, gravity_bodies
@@ -138,6 +139,9 @@ class MuJoCoScene(AbstractDynamicObject):
       body of the scene at its centre of mass; at most one `central`.
     - `model_gravity`: keep the MJCF's uniform `<option gravity>` (False, the default, sets it to
       zero: in orbit the field comes from `gravity`).
+    - `ctrl`: an open-loop actuator command, a signal of time returning shape `(nu,)` (e.g. a
+      `jaxsim.controls` parameterization, the way to drive the actuators with an optimized input;
+      its values and times may be traced), added to `args["ctrl"]`; default None.
     - `name`: key of the scene's state, outputs and commands in a `System`.
 
     **State:** `{"qpos": (nq,), "qvel": (nv,)}`, plus `"act": (na,)` when the model has actuator
@@ -169,6 +173,7 @@ class MuJoCoScene(AbstractDynamicObject):
     body_names: tuple = eqx.field(static=True)
     joint_names: tuple = eqx.field(static=True)
     actuator_names: tuple = eqx.field(static=True)
+    ctrl: Any
     name: str = eqx.field(static=True)
 
     def __init__(
@@ -177,6 +182,7 @@ class MuJoCoScene(AbstractDynamicObject):
         *,
         gravity: AbstractGravityBody | Sequence[AbstractGravityBody] = (),
         model_gravity: bool = False,
+        ctrl: AbstractSignal | None = None,
         name: str = "scene",
     ):
         mujoco, mjx = _mujoco()
@@ -199,6 +205,12 @@ class MuJoCoScene(AbstractDynamicObject):
         self.body_names = _names(mj, "body", mj.nbody)
         self.joint_names = _names(mj, "joint", mj.njnt)
         self.actuator_names = _names(mj, "actuator", mj.nu)
+        if ctrl is not None and not isinstance(ctrl, AbstractSignal):
+            raise TypeError(
+                f"{_CLS}: `ctrl` must be a signal of time (e.g. a jaxsim.controls "
+                f"parameterization) or None; got {type(ctrl).__name__}."
+            )
+        self.ctrl = ctrl
         self.name = check_name(_CLS, "name", name)
 
     # ----------------------------------------------------------------------------------------------
@@ -320,8 +332,14 @@ class MuJoCoScene(AbstractDynamicObject):
         if self.na:
             d = d.replace(act=y["act"])
         cmd = args if isinstance(args, dict) else {}
+        ctrl = None
         if "ctrl" in cmd:
-            d = d.replace(ctrl=self._command(cmd, "ctrl", (self.nu,), "N, N m or model units"))
+            ctrl = self._command(cmd, "ctrl", (self.nu,), "N, N m or model units")
+        if self.ctrl is not None:
+            u = jnp.broadcast_to(jnp.asarray(self.ctrl(t), dtype=float), (self.nu,))
+            ctrl = u if ctrl is None else ctrl + u
+        if ctrl is not None:
+            d = d.replace(ctrl=ctrl)
         xfrc = jnp.zeros((self.nbody, 6))
         if "xfrc_applied" in cmd:
             xfrc = xfrc + self._command(cmd, "xfrc_applied", (self.nbody, 6), "N, N m")
@@ -357,7 +375,7 @@ class MuJoCoScene(AbstractDynamicObject):
         return dy
 
     def breakpoints(self):
-        return ()
+        return breakpoints_of(self.ctrl)
 
     def command_spec(self) -> dict:
         """`ctrl` `(nu,)` and `xfrc_applied` `(nbody, 6)`, each read as one array from `args`

@@ -260,3 +260,30 @@ def test_controls_build_under_vmap_and_refuse_bad_concrete_input():
         CubicSpline([0.0, 1.0], [0.0, 1.0, 2.0])
     with pytest.raises(ValueError, match=r"SwitchingTimes: `levels` must have shape \(2, ...\)"):
         SwitchingTimes([1.0], [0.0, 1.0, 2.0])
+
+
+# ---- a MuJoCo actuator driven by a control --------------------------------------------------------
+
+ROTOR = (
+    '<mujoco><worldbody><body name="rotor"><joint name="h" type="hinge" axis="0 0 1"/>'
+    '<inertial pos="0 0 0" mass="1" diaginertia="1 1 2"/></body></worldbody>'
+    '<actuator><motor name="m" joint="h"/></actuator></mujoco>'
+)
+
+
+def test_mujoco_ctrl_driven_by_switching_times():
+    """A motor torque u on a hinge of inertia 2 kg m^2: qvel(T) = integral of u / 2, and
+    d qvel(T) / d tau = (u- - u+) / 2 for a traced switch time (inside a step)."""
+    pytest.importorskip("mujoco")
+    import effectors as fx
+
+    def final_rate(tau):
+        scene = fx.MuJoCoScene(ROTOR, ctrl=SwitchingTimes(jnp.stack([tau]), jnp.array([3.0, -1.0])))
+        sol = js.simulate(scene, scene.init_state(), 0.2, dt=0.05, outputs=False)
+        return sol.ys["qvel"][-1, 0]
+
+    tau = 0.13
+    assert abs(float(final_rate(tau)) - (3.0 * tau - (0.2 - tau)) / 2.0) < EXACT_TOL
+    assert abs(float(jax.grad(final_rate)(tau)) - 2.0) < FD_TOL
+    with pytest.raises(TypeError, match=r"MuJoCoScene: `ctrl` must be a signal of time"):
+        fx.MuJoCoScene(ROTOR, ctrl=[1.0])
