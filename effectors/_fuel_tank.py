@@ -507,8 +507,8 @@ class FuelTank(AbstractStateEffector):
         return x
 
     def physical_checks(self, x=None) -> dict:
-        """`{quantity: traced bool}`: with a state `x`, the fuel mass within
-        [0, `max_fuel_mass`] [kg] (`effectors._physical`)."""
+        """`{quantity: traced bool}`: with a state `x`, whether the fuel mass [kg] lies in the
+        closed interval from 0 to `max_fuel_mass` (read by `Spacecraft.validity`)."""
         if x is None:
             return {}
         m, mmax = x["mass"], self.model.max_fuel_mass

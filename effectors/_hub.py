@@ -53,7 +53,7 @@ class Hub(eqx.Module):
         )
 
     def physical_checks(self) -> dict:
-        """`{quantity: traced bool}`: mass > 0, inertia physical (`effectors._physical`)."""
+        """`{quantity: traced bool}`: mass > 0, inertia physical (read by `Spacecraft.validity`)."""
         return {"mass": positive(self.mass), "IHubPntBc_B": inertia_ok(self.IHubPntBc_B)}
 
     def mass_props(self) -> MassProps:

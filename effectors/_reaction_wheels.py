@@ -482,7 +482,7 @@ class ReactionWheels(AbstractStateEffector):
         return on.astype(float)
 
     def physical_checks(self, x=None) -> dict:
-        """`{quantity: traced bool}`: spin-axis inertias `Js` > 0 (`effectors._physical`)."""
+        """`{quantity: traced bool}`: spin-axis inertias `Js` > 0 (read by `Spacecraft.validity`)."""
         return {"Js": jnp.all(self.Js > 0.0)}
 
     def init_state(self, **overrides) -> dict:

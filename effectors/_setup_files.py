@@ -54,7 +54,7 @@ __all__ = ["Setup", "describe", "load_setup", "save_setup", "build"]
 
 FORMAT = "effectors.setup/1"
 # Modules whose public classes a setup may name (nothing else is imported by `load_setup`).
-_MODULES = ("effectors", "jaxsim", "jaxsim.signals")
+_MODULES = ("effectors", "jaxsim", "jaxsim.signals", "jaxsim.controls")
 # `simulate` settings a setup may hold, with their expected JSON types.
 _NUMBER = (int, float)
 _SETTINGS = {

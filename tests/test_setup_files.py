@@ -216,6 +216,23 @@ def test_round_trip_of_every_public_class(name, tmp_path):
     _assert_same_pytree(obj, back, name)
 
 
+@pytest.mark.parametrize(
+    "signal",
+    [
+        js.controls.PiecewiseConstant([1.0], [[0.0] * 3, [1e-3, 0.0, 0.0]]),
+        js.controls.PiecewiseLinear([0.0, 1.0, 2.0], [[0.0] * 3, [1e-3, 0.0, 0.0], [0.0] * 3]),
+        js.controls.CubicSpline([0.0, 1.0, 2.0], [[0.0] * 3, [1e-3, 0.0, 0.0], [0.0] * 3]),
+        js.controls.SwitchingTimes([0.5, 1.5], [[1e-3, 0.0, 0.0], [-1e-3, 0.0, 0.0]]),
+    ],
+    ids=lambda s: type(s).__name__,
+)
+def test_control_parameterizations_round_trip(signal):
+    """The public control parameterizations (`jaxsim.controls`) drive an effector in a setup."""
+    obj = fx.ExtForceTorque(torque_B=signal)
+    back = fx.build(json.loads(json.dumps(fx.describe(obj))))
+    _assert_same_pytree(obj, back, type(signal).__name__)
+
+
 def _small_spacecraft():
     """A hub with three wheels and a scheduled torque (a small program to compile)."""
     return fx.Spacecraft(

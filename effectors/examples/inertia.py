@@ -148,7 +148,7 @@ def make_problem(
 
     **Arguments:** `noise` $s$ [-] (MRP noise per axis, > 0), `key` (`jax.random` key; default
     `PRNGKey(0)`), true `I_B` [kg m^2], `omega0` [rad/s], `sigma0` [-], the known `torque_B` [N m]
-    applied on [0, `torque_time`] [s] (a multiple of `dt`; 0: torque-free, ratios only), horizon
+    applied from 0 to `torque_time` [s] (a multiple of `dt`; 0: torque-free, ratios only), horizon
     `T` [s], RK4 step `dt` [s], `sample_dt` [s] (a multiple of `dt` dividing `T`), `mass` [kg].
     """
     s = check_positive(_CLS, "noise", as_array(_CLS, "noise", noise, "-", ()), "-")
