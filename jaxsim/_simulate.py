@@ -292,7 +292,7 @@ def simulate(
       top-level call that jaxsim's program cache can store (jaxsim's and the effectors library's
       classes) runs one compiled program for `False` (default) and `True`: the reports sit behind
       a run-time switch. Elsewhere (your own model classes, or inside your own `jit`) `False` adds
-      nothing to the program (`jaxsim._progress`).
+      nothing to the program, so switching it on compiles once more.
     - `dt0`, `saveat`, `stepsize_controller`, `progress_meter`: diffrax's spellings, accepted
       where they mean what jaxsim's arguments mean and translated into them (`dt0` is `dt`;
       `SaveAt(t0, ts, steps, t1)` gives `ts`; `PIDController(rtol, atol, dtmax)` gives `rtol`,
