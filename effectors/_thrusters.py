@@ -82,7 +82,8 @@ def _on_time_window(on_time, start, t):
     nanoseconds and converted as Basilisk does, the start rounded the same way, and the end
     accepted while $(T + t_c) - \tau \ge -10^{-9}(\tau - \tau_{prev})$, $\tau_{prev}$ the previous
     evaluation's time (the previous stage, or the last stage of the previous step). Elsewhere
-    (adaptive and segment drivers, outputs) the window $\tau \le t_c + T$ is compared exactly.
+    (adaptive drivers, outputs), and at a first stage that a segment driver evaluates just past a
+    segment boundary (`discontinuities=`), the window $t \le t_c + T$ is compared exactly.
     """
     clock = stage_clock()
     if clock is None:
@@ -98,7 +99,12 @@ def _on_time_window(on_time, start, t):
     # The issue time as Basilisk stores it (value only: the gradient still flows to `start`).
     start_b = start + jax.lax.stop_gradient(jnp.round(start / _NANO2SEC) * _NANO2SEC - start)
     left = on_time + start_b - tau
-    return jnp.where((on_time > 0.0) & (left >= -(tau - tau_prev) * _END_TOL), 1.0, 0.0)
+    basilisk = left >= -(tau - tau_prev) * _END_TOL
+    # A first stage that a segment driver moved just past a segment boundary (`discontinuities=`:
+    # window ends as segment edges) sees the right limit there: the exact test, as off the grid.
+    past_edge = (c == 0) & (t > a)
+    fires = jnp.where(past_edge, t <= start + on_time, basilisk)
+    return jnp.where((on_time > 0.0) & fires, 1.0, 0.0)
 
 
 def effective_on_times(times, on_times, min_on_time):
