@@ -58,7 +58,6 @@ from ._joints import (
 from ._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
 from ._mujoco_scene import MuJoCoScene as MuJoCoScene
 from ._reaction_wheels import ReactionWheels as ReactionWheels
-from ._spacecraft import Spacecraft as Spacecraft
 from ._setup_files import (
     Setup as Setup,
     build as build,
@@ -66,6 +65,7 @@ from ._setup_files import (
     load_setup as load_setup,
     save_setup as save_setup,
 )
+from ._spacecraft import Spacecraft as Spacecraft
 from ._spinning_body import SpinningBodies as SpinningBodies
 from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
 from ._srp import (

@@ -48,6 +48,7 @@ import numpy as np
 from jaxtyping import PyTree
 
 import jaxsim as js
+from jaxsim.results import epoch_text
 
 
 __all__ = ["Setup", "describe", "load_setup", "save_setup", "build"]
@@ -338,22 +339,12 @@ def validate(data) -> None:
 
 
 def _epoch_text(epoch) -> str:
-    """An epoch (a `datetime.datetime`/`date` or an ISO 8601 string) as ISO 8601 text."""
-    if isinstance(epoch, _dt.date):
-        return epoch.isoformat()
-    if isinstance(epoch, str):
-        try:
-            _dt.datetime.fromisoformat(epoch)
-        except ValueError:
-            raise ValueError(
-                f"{_WHERE}: `epoch` must be an ISO 8601 date (e.g. '2026-01-01T00:00:00+00:00'); "
-                f"got {epoch!r}."
-            ) from None
-        return epoch
-    raise ValueError(
-        f"{_WHERE}: `epoch` must be a datetime.datetime or an ISO 8601 string; got "
-        f"{type(epoch).__name__}."
-    )
+    """An epoch (a `datetime.datetime`/`date` or an ISO 8601 string) as ISO 8601 text, refused
+    with the setup's prefix (`jaxsim.results.epoch_text`)."""
+    try:
+        return epoch_text(epoch)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{_WHERE}: {err}") from None
 
 
 def from_description(data: dict) -> Setup:

@@ -29,10 +29,10 @@ import jax
 import numpy as np
 
 from . import _schema
-from ._schema import RunInfo, model_units as model_units
+from ._schema import RunInfo, epoch_text as epoch_text, model_units as model_units
 
 
-__all__ = ["flatten", "model_units", "to_numpy", "to_xarray", "to_zarr"]
+__all__ = ["epoch_text", "flatten", "model_units", "to_numpy", "to_xarray", "to_zarr"]
 
 _FIELDS = ("ts", "ys", "outputs", "counts", "stats")
 

@@ -25,7 +25,9 @@ from tests._sharding_worker import OSC, oscillator_member
 
 matplotlib.use("Agg")
 pytest.importorskip("zarr", reason="campaigns need the optional extra jaxsim-spacecraft[campaign]")
-xr = pytest.importorskip("xarray", reason="campaigns need the optional extra jaxsim-spacecraft[campaign]")
+xr = pytest.importorskip(
+    "xarray", reason="campaigns need the optional extra jaxsim-spacecraft[campaign]"
+)
 
 DISP = mc.Dispersions(
     {"a": mc.Uniform(0.5, 2.0, unit="1/s^2"), "x0": mc.Normal(1.0, 0.1, unit="m")}

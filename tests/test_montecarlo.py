@@ -114,7 +114,9 @@ def test_progress_reports(capsys):
 
 def test_progress_without_tqdm_is_refused(monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # `import tqdm.auto` now raises
-    with pytest.raises(ImportError, match=r"run_batch: `progress=True`.*jaxsim-spacecraft\[progress\]"):
+    with pytest.raises(
+        ImportError, match=r"run_batch: `progress=True`.*jaxsim-spacecraft\[progress\]"
+    ):
         mc.run_batch(
             oscillator_member, DISPERSIONS, key=jr.key(0), n=10, chunk_size=4, progress=True
         )

@@ -129,7 +129,9 @@ def test_progress_true_without_tqdm_is_refused(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_tqdm)
-    with pytest.raises(ImportError, match=r"simulate: `progress=True`.*jaxsim-spacecraft\[progress\]"):
+    with pytest.raises(
+        ImportError, match=r"simulate: `progress=True`.*jaxsim-spacecraft\[progress\]"
+    ):
         js.simulate(model, model.init_state(), T1, dt=0.1, progress=True)
 
 

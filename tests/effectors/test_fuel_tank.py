@@ -353,9 +353,7 @@ def test_basilisk_stage_options_refuse_other_solvers():
     )
     y0 = sc.init_state()
     assert js.simulate(sc, y0, 0.2, dt=0.1).result == js.RESULTS.successful
-    with pytest.raises(
-        ValueError, match=r"FuelTank 'tank'.*`basilisk_lag=True`.*got solver Euler"
-    ):
+    with pytest.raises(ValueError, match=r"FuelTank 'tank'.*`basilisk_lag=True`.*got solver Euler"):
         js.simulate(sc, y0, 0.2, dt=0.1, solver=js.Euler())
     with pytest.raises(ValueError, match=r"`basilisk_lag=True`.*got solver Tsit5, dt=None"):
         js.simulate(sc, y0, 0.2, solver=js.Tsit5(), rtol=1e-8, atol=1e-8)
