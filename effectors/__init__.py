@@ -65,13 +65,11 @@ from ._setup_files import (
     load_setup as load_setup,
     save_setup as save_setup,
 )
+from ._shadow import conical_illumination as conical_illumination
 from ._spacecraft import Spacecraft as Spacecraft
 from ._spinning_body import SpinningBodies as SpinningBodies
 from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
-from ._srp import (
-    CannonballSRP as CannonballSRP,
-    conical_illumination as conical_illumination,
-)
+from ._srp import CannonballSRP as CannonballSRP
 from ._stochastic_torque import StochasticTorque as StochasticTorque
 from ._third_body import (
     ThirdBodyGravity as ThirdBodyGravity,

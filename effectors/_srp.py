@@ -11,7 +11,7 @@ from jaxsim.signals import AbstractSignal, evaluate
 from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
 
 from ._effector import AbstractDynamicEffector
-from ._shadow import (  # noqa: F401  (re-exported: effectors.conical_illumination, R_SUN, ...)
+from ._shadow import (
     R_EARTH,
     R_SUN,
     _norm,
