@@ -3,36 +3,15 @@ progress, nothing added to a user's traced program when off, no compilation when
 progress on or for repeated calls, and the bar of `progress=True` (its "compiling" status and
 rate; refused without tqdm)."""
 
-import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxsim as js
+from tests._oscillator import Osc
 
 
 T1 = 10.0  # [s]
-
-
-class Osc(js.AbstractDynamicObject):
-    """x'' = -x, with an additive noise on v when `sigma` > 0."""
-
-    sigma: float = 0.0
-    name: str = eqx.field(static=True, default="osc")
-
-    def init_state(self):
-        return {"x": jnp.asarray(1.0), "v": jnp.asarray(0.0)}
-
-    def drift(self, t, y, args):
-        return {"x": y["v"], "v": -y["x"]}
-
-    @property
-    def noise_dim(self):
-        return 1
-
-    def diffusion(self, t, y, args):
-        return {"x": jnp.zeros((1,)), "v": jnp.full((1,), self.sigma)}
 
 
 def noop_clock(period):

@@ -2,38 +2,17 @@
 result of jaxsim's spelling on every driver, each refused one names jaxsim's argument."""
 
 import diffrax as dfx
-import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxsim as js
+from tests._oscillator import Osc
 
 
 T1 = 4.0  # [s]
 ADAPTIVE = dict(solver=js.Tsit5())
 TOL = dict(rtol=1e-8, atol=1e-10)
-
-
-class Osc(js.AbstractDynamicObject):
-    """x'' = -x, with an additive noise on v when `sigma` > 0."""
-
-    sigma: float = 0.0
-    name: str = eqx.field(static=True, default="osc")
-
-    def init_state(self):
-        return {"x": jnp.asarray(1.0), "v": jnp.asarray(0.0)}
-
-    def drift(self, t, y, args):
-        return {"x": y["v"], "v": -y["x"]}
-
-    @property
-    def noise_dim(self):
-        return 1
-
-    def diffusion(self, t, y, args):
-        return {"x": jnp.zeros((1,)), "v": jnp.full((1,), self.sigma)}
 
 
 def clock():
