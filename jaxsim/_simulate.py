@@ -108,12 +108,39 @@ class Solution(eqx.Module):
         return _results.message(self.result)
 
 
+# diffrax's spellings of `simulate`'s arguments (`jaxsim._vocabulary`), and the arguments of
+# `simulate` they may replace.
+_DIFFRAX_KEYS = ("dt0", "saveat", "stepsize_controller", "progress_meter")
+_TRANSLATED = ("dt", "ts", "rtol", "atol", "dtmax", "progress")
+
+
 def _with_info(run):
-    """`simulate` returning its `Solution` with `info` (the run's schema metadata) attached."""
-    solver_default = inspect.signature(run).parameters["solver"].default
+    """`simulate` taking diffrax's spellings (translated into jaxsim's arguments before anything
+    else, so that every driver and the run's metadata see jaxsim's) and returning its `Solution`
+    with `info` (the run's schema metadata) attached."""
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(run).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+    solver_default = defaults["solver"]
 
     @functools.wraps(run)
     def simulate(model, y0, t1=None, **kwargs):
+        if any(k in kwargs for k in _DIFFRAX_KEYS) or kwargs.get("max_steps", 1) is None:
+            from ._vocabulary import from_diffrax
+
+            get = lambda k: kwargs.get(k, defaults[k])  # noqa: E731
+            update = from_diffrax(
+                solver=get("solver"), t0=get("t0"), t1=t1, dt=get("dt"), ts=get("ts"),
+                sample_dt=get("sample_dt"), rtol=get("rtol"), atol=get("atol"),
+                dtmax=get("dtmax"), progress=get("progress"), max_steps=get("max_steps"),
+                dt0=get("dt0"), saveat=get("saveat"),
+                stepsize_controller=get("stepsize_controller"),
+                progress_meter=get("progress_meter"),
+            )  # fmt: skip
+            kwargs = {k: v for k, v in kwargs.items() if k not in _DIFFRAX_KEYS}
+            kwargs.update((k, update[k]) for k in _TRANSLATED if k in update)
         sol = run(model, y0, t1, **kwargs)
         if not isinstance(sol, Solution) or sol.info is not None:
             return sol
@@ -121,10 +148,9 @@ def _with_info(run):
 
         ts = kwargs.get("ts")
         end = t1 if t1 is not None or ts is None else np.asarray(ts)[-1]
-        dt = kwargs.get("dt", kwargs.get("dt0"))
         info = run_info(
-            model, solver=kwargs.get("solver", solver_default), dt=dt, rtol=kwargs.get("rtol"),
-            atol=kwargs.get("atol"), t0=kwargs.get("t0", 0.0), t1=end,
+            model, solver=kwargs.get("solver", solver_default), dt=kwargs.get("dt"),
+            rtol=kwargs.get("rtol"), atol=kwargs.get("atol"), t0=kwargs.get("t0", 0.0), t1=end,
             events=kwargs.get("events", ()),
         )  # fmt: skip
         # A shallow copy with the static field set (`dataclasses.replace` re-runs the
@@ -301,18 +327,8 @@ def simulate(
 
     `t0`, `t1`, `dt`, `ts` and `sample_dt` fix the shape of the computation and must be concrete.
     """
-    if not (dt0 is None and saveat is None and stepsize_controller is None
-            and progress_meter is None and max_steps is not None):  # fmt: skip
-        from ._vocabulary import from_diffrax
-
-        update = from_diffrax(
-            solver=solver, t0=t0, t1=t1, dt=dt, ts=ts, sample_dt=sample_dt, rtol=rtol, atol=atol,
-            dtmax=dtmax, progress=progress, max_steps=max_steps, dt0=dt0, saveat=saveat,
-            stepsize_controller=stepsize_controller, progress_meter=progress_meter,
-        )  # fmt: skip
-        dt, ts = update.get("dt", dt), update.get("ts", ts)
-        rtol, atol = update.get("rtol", rtol), update.get("atol", atol)
-        dtmax, progress = update.get("dtmax", dtmax), update.get("progress", progress)
+    # diffrax's spellings (`dt0`, `saveat`, `stepsize_controller`, `progress_meter`) were
+    # translated into jaxsim's arguments by `_with_info` before this body runs.
     if not isinstance(model, AbstractDynamicObject):
         raise ValueError(
             f"simulate: `model` must be an AbstractDynamicObject; got {type(model).__name__}."

@@ -62,6 +62,8 @@ def test_diffrax_spelling_gives_the_same_run(name, sigma, theirs, ours):
     a = js.simulate(model, model.init_state(), T1, **theirs)
     b = js.simulate(model, model.init_state(), T1, **ours)
     np.testing.assert_array_equal(a.ts, b.ts)
+    # The run's metadata (solver, dt, tolerances, times) is that of jaxsim's spelling too.
+    assert a.info == b.info
     for x, y in zip(jax.tree.leaves((a.ys, a.stats)), jax.tree.leaves((b.ys, b.stats)),
                     strict=True):  # fmt: skip
         np.testing.assert_array_equal(x, y)
