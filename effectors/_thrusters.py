@@ -25,7 +25,9 @@ path jaxsim evaluates exactly that (`_on_time_window`, from the stage clock
 inside a step fires at the same stages as in Basilisk. E.g. at $h = 0.01$ s the last stage of the
 step ending at 17.5 s is at 17.500000000000004 (within the tolerance: on) and the first stage of
 the next step at 17.5 follows it ($\tau - \tau_{prev} < 0$: a window ending at 17.5 is off there).
-On the adaptive and segment paths the window is compared exactly at the evaluation time.
+On the adaptive path, and at the first stage just past a segment boundary of a segmented run
+(`discontinuities=`: window ends as segment edges), the window is compared exactly at the
+evaluation time.
 
 **Minimum on-time** (`MinOnTime`): a requested $T_i$ below the thruster's minimum on-time is
 honoured only if the thruster is firing when the command arrives (the previous window covers
