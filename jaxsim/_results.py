@@ -7,7 +7,11 @@
 - `too_many_events`: more event firings (or event re-solves) than `max_events`;
 - `event_location_failed`: the root finder could not locate an event's crossing time;
 - `nonfinite_state`: the continuous state became NaN/inf (a model or step-size problem; the
-  solve itself did not report it, e.g. a fixed-step run).
+  solve itself did not report it, e.g. a fixed-step run), or entered a singular region (a
+  spacecraft's CoM inside its `min_radius` or a spherical-harmonic body's radius);
+- `invalid_model`: a traced parameter or initial state is out of its physical range (a model
+  changed after construction by `eqx.tree_at`, a dispersion or `vmap`): `model.validity(y0)`
+  names the failing checks, the `throw=True` error the first of them (`jaxsim._validity`).
 
 Compare with `jaxsim.RESULTS` items (`sol.result == js.RESULTS.successful`); a diffrax item is
 promoted with `js.RESULTS.promote(dfx_item)`. `Solution.ok` and `Solution.message` read them.
@@ -29,6 +33,17 @@ class RESULTS(dfx.RESULTS):
     nonfinite_state = (
         "simulate: the state became non-finite (NaN/inf); check the model's parameters and the "
         "step size."
+    )
+    invalid_times = (
+        "simulate: the run's (traced) times are out of order: `t1` must be > `t0`, and the "
+        "samples `ts` non-decreasing in [t0, t1] and ending at t1."
+    )
+    invalid_model = (
+        "simulate: invalid_model: a parameter or initial state of the model is out of its "
+        "physical range (e.g. a mass or inertia <= 0, an inertia not positive definite or "
+        "violating the triangle inequality, a fuel load outside [0, max], a negative stiffness, "
+        "damping, friction or radius), set after construction (eqx.tree_at, a dispersion, vmap); "
+        "`model.validity(y0)` names the failing checks."
     )
 
 
