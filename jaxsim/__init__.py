@@ -79,5 +79,4 @@ from ._solvers import (
     Tsit5 as Tsit5,
 )
 
-
-__version__ = "0.1.0"
+from ._version import __version__ as __version__

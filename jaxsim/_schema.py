@@ -46,6 +46,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from ._version import __version__
+
 
 SCHEMA = "jaxsim.schema/1"
 # Labels of the component dimensions.
@@ -205,8 +207,6 @@ def _model_part_by_structure(model) -> tuple:
 
 def run_info(model, *, solver=None, dt=None, rtol=None, atol=None, t0=None, t1=None, events=()):
     """The `RunInfo` of a run of `model` (what `simulate` attaches to its `Solution`)."""
-    from . import __version__
-
     units, elements = _model_part(model)
     attrs = {"model": type(model).__name__, "jaxsim_version": __version__, "schema": SCHEMA}
     if getattr(model, "name", None) is not None and isinstance(model.name, str):
@@ -376,8 +376,6 @@ def element_dims_of(cols) -> set:
 
 def run_attrs(info: RunInfo | None, epoch=None) -> dict:
     """Dataset attributes of a run: its settings, the version, the schema, the epoch."""
-    from . import __version__
-
     attrs = {"jaxsim_version": __version__, "schema": SCHEMA}
     if info is not None:
         attrs.update(dict(info.attrs))

@@ -183,7 +183,7 @@ def write_format_1(d, res, n, size, digest):
     """A campaign folder of format `jaxsim.montecarlo/1` (jaxsim before the Zarr store): a
     manifest and one `chunk_<k>.npz` per chunk (`members`, `ok`, `result`, `params/...`,
     `outputs/...`)."""
-    from jaxsim.montecarlo.batch import _flatten
+    from jaxsim.montecarlo._records import _flatten
 
     d.mkdir()
     n_chunks = -(-n // size)

@@ -29,25 +29,28 @@ mc.summarize(res)["outputs/omega_BN_B"].std
 The Monte Carlo guide (`docs/monte_carlo.md`) covers a full example, sharding, multi-host
 campaigns, assumptions and limitations.
 
-Modules: `distributions` (the distribution types), `dispersions` (`Dispersions`), `batch`
-(`run_batch`, `BatchResult`, `member_range`, `RAISED`), `campaign` (`run_campaign`,
-`load_campaign`, `open_campaign`, `CampaignWarning`), `summary` (`Summary`, `summarize`,
-`summarize_campaign`, `campaign_failures`, `failure_counts`, `plot_campaign`); every public name is
-re-exported here.
+Modules, in the direction of their imports: `distributions` (the distribution types),
+`dispersions` (`Dispersions`), `_records` (the member records `BatchResult`, `RAISED`; `Summary`,
+`summarize`), `_store` (the campaign folder: `load_campaign`, `open_campaign`,
+`CampaignWarning`), `_fingerprint` (what a campaign member computes), `batch` (`run_batch`,
+`member_range`), `campaign` (`run_campaign`), `summary` (`summarize_campaign`,
+`campaign_failures`, `failure_counts`, `plot_campaign`); every public name is re-exported here,
+and `batch`, `campaign` and `summary` re-export the names they documented before.
 """
 
-from .batch import (
+from ._records import (
     RAISED as RAISED,
     BatchResult as BatchResult,
-    member_range as member_range,
-    run_batch as run_batch,
+    Summary as Summary,
+    summarize as summarize,
 )
-from .campaign import (
+from ._store import (
     CampaignWarning as CampaignWarning,
     load_campaign as load_campaign,
     open_campaign as open_campaign,
-    run_campaign as run_campaign,
 )
+from .batch import member_range as member_range, run_batch as run_batch
+from .campaign import run_campaign as run_campaign
 from .dispersions import Dispersions as Dispersions
 from .distributions import (
     AbstractDistribution as AbstractDistribution,
@@ -60,11 +63,9 @@ from .distributions import (
     percent as percent,
 )
 from .summary import (
-    Summary as Summary,
     campaign_failures as campaign_failures,
     failure_counts as failure_counts,
     plot_campaign as plot_campaign,
-    summarize as summarize,
     summarize_campaign as summarize_campaign,
 )
 

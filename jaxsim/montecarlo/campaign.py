@@ -4,28 +4,18 @@ lazily with `open_campaign`) and resumes an interrupted campaign without recompu
 chunks; `load_campaign` reads a campaign back into one `BatchResult` (also the `.npz` campaigns
 of format 1).
 
-Layout of a campaign folder (format `jaxsim.montecarlo/2`):
-
-- `manifest.json`: `n`, `chunk_size`, a sha256 of the key and dispersions (or parameters), the
-  *fingerprint* of what a member computes (sha256 of the member function's traced program, its
-  constants, and the names, shapes and dtypes of the parameters and outputs), `config`.
-- `program.jaxpr.gz`: the traced program's text, to show what changed when a resume is refused.
-- `campaign.zarr/`: one array per parameter/output (`members`, `ok`, `result`, `params.<name>`,
-  `outputs.<name>`), leading axis `member` chunked by `chunk_size`: campaign chunk `k` is Zarr
-  chunk `k` of every array.
-- `chunks/chunk_<k>.json`: the commit record of chunk `k`, written after its data: the campaign's
-  identity, a sha256 per array of its members, and the members that raised at run time. A chunk
-  without a record (or whose record or data fail verification) is computed again.
+A campaign runs in four steps, one function each: `_plan` (check the arguments, fingerprint
+the member function, lay out the store), `_resume` (refuse a folder that would mix results, set
+it up, verify this process's committed chunks), `_run_chunk` (compute one chunk of members)
+and `_commit` (write its arrays, then its record). The folder's layout and its readers are in
+`_store`, the fingerprint in `_fingerprint`, the member records in `_records`.
 """
 
 import dataclasses
-import difflib
 import gzip
-import hashlib
 import json
 import math
 import os
-import re
 import socket
 import time
 import warnings
@@ -34,479 +24,40 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
-import jax.random as jr
 import numpy as np
 from jaxtyping import PRNGKeyArray, PyTree
 
-from .. import _schema
-from .batch import (
-    _SEP,
-    BatchResult,
-    _batch_from_flat,
-    _check_chunk_size,
-    _finite,
-    _flatten,
-    _normalize,
-    _Program,
-    _Progress,
-    _result_code,
-    _run_members,
-    _setup,
-    _units,
+from ._fingerprint import _differences, _fingerprint, _outputs_tree
+from ._records import _SEP, BatchResult, _flatten
+from ._store import (
+    _FORMAT,
+    _FORMAT_V1,
+    _MANIFEST,
+    _PROGRAM,
+    _RECORDS,
+    _STORE,
+    CampaignWarning as CampaignWarning,
+    _atomic_write,
+    _clean_tmp,
+    _create_store,
+    _identity,
+    _layout,
+    _open_store,
+    _read_manifest,
+    _read_record,
+    _record_path,
+    _records,
+    _require_zarr,
+    _sha,
+    _store_attrs,
+    _verify,
+    load_campaign as load_campaign,
+    open_campaign as open_campaign,
 )
+from .batch import _check_chunk_size, _Program, _Progress, _run_members, _setup, _units
 
 
 __all__ = ["CampaignWarning", "load_campaign", "open_campaign", "run_campaign"]
-
-_FORMAT_V1 = "jaxsim.montecarlo/1"  # chunk_<k>.npz files (read by `load_campaign`)
-_FORMAT = "jaxsim.montecarlo/2"
-_MANIFEST = "manifest.json"
-_PROGRAM = "program.jaxpr.gz"
-_STORE = "campaign.zarr"
-_RECORDS = "chunks"
-_EXTRA = "campaign"  # the optional dependencies: pip install "jaxsim-spacecraft[campaign]"
-# Constants of the traced program up to this many elements are written out in the manifest, so
-# that a refused resume shows their old and new values (larger ones by their sha256 only).
-_CONST_SHOWN = 16
-_DIFF_LINES = 8  # changed lines of the traced program quoted in a refusal
-_ZARR_CHUNK_BYTES = 2**22  # uncompressed Zarr chunk size aimed at along the time axis (4 MiB)
-# Memory addresses printed in a traced program (callbacks, functions) change from run to run.
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_TMP = re.compile(r"\.(?P<name>.+)\.tmp-(?P<host>.+)-(?P<pid>\d+)")
-
-
-class CampaignWarning(UserWarning):
-    """A campaign folder needed repair: a damaged chunk (named) is computed again."""
-
-
-def _require_zarr(where: str):
-    try:
-        import zarr
-    except ImportError:
-        raise ImportError(
-            f"{where}: campaigns are stored with Zarr, which is not installed; install the "
-            f'optional extra `pip install "jaxsim-spacecraft[{_EXTRA}]"` (xarray, zarr).'
-        ) from None
-    return zarr
-
-
-# ----------------------------------------------------------------------------------------------
-# Files
-# ----------------------------------------------------------------------------------------------
-
-
-def _chunk_path(directory: Path, k: int) -> Path:  # format 1
-    return directory / f"chunk_{k:06d}.npz"
-
-
-def _record_path(directory: Path, k: int) -> Path:
-    return directory / _RECORDS / f"chunk_{k:06d}.json"
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    # Unique per process and host (several hosts may share the campaign directory).
-    tmp = path.with_name(f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():  # nothing of this process is being written yet
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _clean_tmp(directory: Path) -> list[Path]:
-    """Remove the temporary files left by killed writers of this host (a process of another host
-    may still be writing its own)."""
-    host, removed = socket.gethostname(), []
-    for folder in (directory, directory / _RECORDS):
-        for tmp in folder.glob(".*.tmp-*") if folder.is_dir() else ():
-            found = _TMP.fullmatch(tmp.name)
-            if found and found["host"] == host and not _alive(int(found["pid"])):
-                tmp.unlink(missing_ok=True)
-                removed.append(tmp)
-    return removed
-
-
-def _read_manifest(directory: Path, where: str) -> dict | None:
-    path = directory / _MANIFEST
-    if not path.exists():
-        return None
-    try:
-        manifest = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{where}: `directory` has an unreadable {path} ({err}).") from None
-    if manifest.get("format") not in (_FORMAT, _FORMAT_V1):
-        raise ValueError(
-            f"{where}: `directory` {str(directory)!r} is not a jaxsim Monte Carlo campaign "
-            f"(format {manifest.get('format')!r}, expected {_FORMAT!r})."
-        )
-    return manifest
-
-
-def _sha(data: np.ndarray) -> str:
-    data = np.ascontiguousarray(data)
-    h = hashlib.sha256(f"{data.dtype.str}{data.shape}".encode())
-    h.update(data.tobytes())
-    return h.hexdigest()
-
-
-# ----------------------------------------------------------------------------------------------
-# What a member computes: the fingerprint
-# ----------------------------------------------------------------------------------------------
-
-
-def _example(source):
-    """Shapes and dtypes of one member's parameters (no values: the fingerprint does not depend
-    on the key or the parameter values, which the source digest covers)."""
-    if source.disp is not None:
-        return jax.eval_shape(source.disp.sample_member, source.key, 0)
-    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), source.params)
-
-
-def _const_bytes(c) -> np.ndarray:
-    if isinstance(c, jax.Array) and jnp.issubdtype(c.dtype, jax.dtypes.prng_key):
-        return np.asarray(jr.key_data(c))
-    return np.asarray(c)
-
-
-def _fingerprint(fn, source) -> tuple[dict, str, list]:
-    """`({"program", "consts", "structure"}, program text, [(path, RunInfo)])` of one member of
-    `fn` (the last: the schema metadata of the `Solution`s in its outputs)."""
-
-    infos: list = []  # the `Solution.info`s of the outputs: `(path, RunInfo)`
-
-    def member(params):  # the member of the compiled chunk program (batch._compile)
-        results: list = []
-        out = _normalize(fn(params), results, infos)
-        return _normalize(params, []), out, _result_code(results), _finite(out)
-
-    closed, shapes = jax.make_jaxpr(member, return_shape=True)(_example(source))
-    # Without colors (in IPython, str() colors the text), so that a script and a notebook agree.
-    text = _ADDRESS.sub("", _ANSI.sub("", closed.jaxpr.pretty_print(use_color=False)))
-    h = hashlib.sha256(text.encode())
-    consts = []
-    for c in closed.consts:
-        arr = _const_bytes(c)
-        entry = {"shape": list(arr.shape), "dtype": str(arr.dtype), "sha256": _sha(arr)}
-        if arr.size <= _CONST_SHOWN and arr.dtype.kind in "biuf":
-            entry["value"] = arr.tolist()
-        consts.append(entry)
-        h.update(entry["sha256"].encode())
-    params_shape, out_shape, _, _ = shapes
-    flat = {**_flatten(params_shape, "params"), **_flatten(out_shape, "outputs")}
-    structure = {name: [list(s.shape), str(s.dtype)] for name, s in flat.items()}
-    return {"program": h.hexdigest(), "consts": consts, "structure": structure}, text, infos
-
-
-def _outputs_tree(fingerprint: dict) -> dict:
-    """`{key: None}` of the output keys (as `summarize` returns them) of a fingerprint."""
-    start = "outputs" + _SEP
-    return {p[len(start) :]: None for p in fingerprint["structure"] if p.startswith(start)}
-
-
-def _identity(wanted: dict) -> str:
-    """The campaign's identity, written into every chunk record: chunks of another campaign (other
-    key, dispersions, program, outputs, `n` or `chunk_size`) are never adopted, manifest or not."""
-    keys = ("n", "chunk_size", "source", "digest")
-    fp = wanted["fingerprint"]
-    blob = json.dumps([[wanted[k] for k in keys], fp["program"], fp["structure"]], sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _fmt(entry) -> str:
-    shape, dtype = entry
-    return f"{dtype}{tuple(shape)}"
-
-
-def _const_text(entry: dict) -> str:
-    value = entry.get("value")
-    return repr(value) if value is not None else f"sha256 {entry['sha256'][:12]}..."
-
-
-def _differences(disk: dict, wanted: dict, disk_text: str | None, text: str) -> list[str]:
-    """Readable lines of what differs between the manifest on disk and the requested campaign."""
-    lines = [
-        f"{name}: on disk {disk.get(name)!r}, requested {wanted[name]!r}"
-        for name in ("n", "chunk_size", "n_chunks", "source", "digest", "config")
-        if disk.get(name) != wanted[name]
-    ]
-    fd, fw = disk.get("fingerprint") or {}, wanted["fingerprint"]
-    sd, sw = fd.get("structure") or {}, fw["structure"]
-    for path in sorted(set(sd) | set(sw)):
-        if path not in sd:
-            lines.append(f"{path}: not on disk, requested {_fmt(sw[path])}")
-        elif path not in sw:
-            lines.append(f"{path}: on disk {_fmt(sd[path])}, no longer computed")
-        elif sd[path] != sw[path]:
-            lines.append(f"{path}: on disk {_fmt(sd[path])}, requested {_fmt(sw[path])}")
-    if fd.get("program") != fw["program"]:
-        cd, cw = fd.get("consts") or [], fw["consts"]
-        if len(cd) == len(cw):  # the same constants, some with other values
-            for i, (a, b) in enumerate(zip(cd, cw)):
-                if a != b:
-                    what = f"{b['dtype']}{tuple(b['shape'])}"
-                    lines.append(
-                        f"program constant #{i} {what}: on disk {_const_text(a)}, requested "
-                        f"{_const_text(b)}"
-                    )
-        else:
-            lines.append(f"program constants: {len(cd)} on disk, {len(cw)} requested")
-            for tag, ours, theirs in (("on disk only", cd, cw), ("requested only", cw, cd)):
-                for c in ours:
-                    if c not in theirs:
-                        what = f"{c['dtype']}{tuple(c['shape'])}"
-                        lines.append(f"program constant {what} {tag}: {_const_text(c)}")
-        if disk_text is not None and disk_text != text:
-            changed = [
-                line
-                for line in difflib.unified_diff(
-                    disk_text.splitlines(), text.splitlines(), lineterm="", n=0
-                )
-                if line[:1] in "+-" and not line.startswith(("+++", "---"))
-            ]
-            shown = "\n      ".join(line[:160] for line in changed[:_DIFF_LINES])
-            more = (
-                f"\n      ... ({len(changed) - _DIFF_LINES} more)"
-                if len(changed) > _DIFF_LINES
-                else ""
-            )
-            lines.append(
-                f"program: the member function's traced program differs ({len(changed)} changed "
-                f"lines, '-' on disk, '+' requested):\n      {shown}{more}"
-            )
-        elif not any(line.startswith("program") for line in lines):
-            lines.append("program: the member function's traced program differs")
-    return lines
-
-
-# ----------------------------------------------------------------------------------------------
-# The store
-# ----------------------------------------------------------------------------------------------
-
-
-def _var_name(path: str) -> str:
-    return path.replace(_SEP, ".")
-
-
-def _solution_infos(structure: dict, infos) -> dict:
-    """`{solution path in the outputs: RunInfo}`: the traced `Solution.info`s, and an empty one
-    for each output subtree with a `ts` and `ys` or `stats` (a Solution without `info`)."""
-    out = {path: info for path, info in (infos or ())}
-    for name in structure:
-        parts = name.split(_SEP)
-        if parts[0] == "outputs" and parts[-1] == "ts":
-            sol = _SEP.join(parts[1:-1])
-            siblings = {p.split(_SEP)[len(parts) - 1] for p in structure if p.startswith(
-                _SEP.join(parts[:-1]) + _SEP)}  # fmt: skip
-            if sol not in out and siblings & {"ys", "stats"}:
-                out[sol] = _schema.RunInfo(units=(("counts", _schema.COUNT_UNIT),))
-    return out
-
-
-def _layout(structure: dict, units: dict, infos=None) -> dict:
-    """`{array name: {"path", "shape", "dtype", "dims", "units", "name"}}` (shapes without the
-    member axis), dimensions and `name` (the variable's name in `open_campaign`) by the schema
-    of runs, batches and campaigns (`jaxsim._schema.store_layout`) given the `Solution.info`s
-    `infos`; with `infos=None`, the layout of stores of jaxsim.schema/0: `time` is the axis of
-    the sample times `outputs/ts` (a `Solution`'s, or an output named `ts`) in the outputs that
-    have one; further axes are `component`, `component2`, ..., suffixed with their length where
-    lengths differ (`component_4`)."""
-    ts = structure.get("outputs/ts") or structure.get("outputs/outputs/ts")
-    n_time = ts[0][0] if ts is not None and len(ts[0]) == 1 else None
-    if infos is not None:
-        sols = _solution_infos(structure, infos)
-        for sol in sols:
-            ts = structure.get(_SEP.join(["outputs", sol, "ts"]) if sol else "outputs/ts")
-            if ts is not None and len(ts[0]) == 1:
-                n_time = ts[0][0]
-                break
-        schema = _schema.store_layout(structure, sols, n_time)
-    entries = {
-        "members": ("members", [], "int64"),
-        "ok": ("ok", [], "bool"),
-        "result": ("result", [], "int32"),
-    }
-    for path, (shape, dtype) in structure.items():
-        entries[_var_name(path)] = (path, shape, dtype)
-    sizes: dict = {}
-    layout = {}
-    for name in sorted(entries):
-        path, shape, dtype = entries[name]
-        dims, rest = ["member"], list(shape)
-        timed = path.startswith("outputs" + _SEP) and not path.endswith(_SEP + "t_final")
-        if n_time is not None and timed and rest and rest[0] == n_time:
-            dims.append("time")
-            rest = rest[1:]
-        for j, size in enumerate(rest):
-            base = "component" if j == 0 else f"component{j + 1}"
-            dim = base if sizes.setdefault(base, size) == size else f"{base}_{size}"
-            dims.append(dim)
-        unit = units.get(path, "")
-        if path.endswith((_SEP + "ts", _SEP + "t_final")):
-            unit = "s"
-        entry = {"path": path, "shape": shape, "dtype": dtype, "dims": dims, "units": unit}
-        if infos is not None:
-            if path in schema:
-                new, dims_, known = schema[path]
-                entry["dims"] = ["member", *dims_]
-                entry["units"], entry["name"] = unit or known or "", new
-            else:  # members, ok, result
-                entry["name"] = name
-                entry["units"] = _schema.CODE_UNIT if name == "result" else ""
-        layout[name] = entry
-    if len(layout) != len(entries):
-        raise ValueError("montecarlo: two parameter or output paths map to one array name.")
-    return layout
-
-
-def _store_attrs(structure: dict, infos, setup, where: str) -> dict:
-    """The store's attributes: the schema (`{"version", "solutions": {path: RunInfo json}}`),
-    the run settings of the (first) Solution, and the saved `setup` when given."""
-    sols = _solution_infos(structure, infos)
-    attrs = {
-        "schema": {
-            "version": _schema.SCHEMA,
-            "solutions": {path: info.to_json() for path, info in sols.items()},
-        }
-    }
-    if setup is not None:
-        if isinstance(setup, str | os.PathLike):
-            path = Path(setup)
-            try:
-                text = path.read_text()
-            except OSError as err:
-                raise ValueError(
-                    f"{where}: `setup` file {str(path)!r} is unreadable: {err}."
-                ) from None
-            attrs["setup_file"] = str(path)
-            try:
-                attrs["setup"] = json.loads(text)
-            except ValueError:
-                attrs["setup"] = text  # another format (TOML): recorded as written
-        else:
-            try:
-                attrs["setup"] = json.loads(json.dumps(setup))
-            except (TypeError, ValueError) as err:
-                raise ValueError(
-                    f"{where}: `setup` must be a path or a JSON-serializable description; "
-                    f"got {type(setup).__name__} ({err})."
-                ) from None
-    return attrs
-
-
-def _fill_value(dtype: str):
-    kind = np.dtype(dtype).kind
-    return np.nan if kind in "fc" else (False if kind == "b" else (-1 if dtype == "int64" else 0))
-
-
-def _chunks(shape: list, dtype: str, size: int) -> tuple:
-    """Zarr chunk shape: `size` members, and along the second axis (time) as many samples as fit
-    in `_ZARR_CHUNK_BYTES`, so that a summary reading blocks of sample times decompresses only
-    those (all of the further axes)."""
-    rest = [max(1, s) for s in shape]
-    if not rest:
-        return (size,)
-    per_sample = size * np.dtype(dtype).itemsize * int(np.prod(rest[1:]))
-    return (size, int(min(rest[0], max(1, _ZARR_CHUNK_BYTES // per_sample))), *rest[1:])
-
-
-def _create_store(where: str, path: Path, layout: dict, n: int, size: int, attrs=None) -> None:
-    zarr = _require_zarr(where)
-    attributes = {"format": _FORMAT, **(attrs or {})}
-    root = zarr.open_group(str(path), mode="w", attributes=attributes)
-    for name, v in layout.items():
-        root.create_array(
-            name,
-            shape=(n, *v["shape"]),
-            chunks=_chunks(v["shape"], v["dtype"], size),
-            dtype=v["dtype"],
-            fill_value=_fill_value(v["dtype"]),
-            dimension_names=v["dims"],
-            attributes={
-                "path": v["path"],
-                **({"units": v["units"]} if v["units"] else {}),
-                **({"name": v["name"]} if "name" in v else {}),
-            },
-        )
-
-
-def _open_store(where: str, directory: Path, layout: dict | None, n: int, mode: str = "r"):
-    """The store's root group; with `layout`, `None` when an array is missing or mismatched."""
-    zarr = _require_zarr(where)
-    try:
-        root = zarr.open_group(str(directory / _STORE), mode=mode)
-        if layout is None:
-            return root
-        for name, v in layout.items():
-            arr = root[name]
-            if arr.shape != (n, *v["shape"]) or arr.dtype != np.dtype(v["dtype"]):
-                return None
-    except (FileNotFoundError, KeyError, ValueError, zarr.errors.BaseZarrError):
-        return None
-    return root
-
-
-def _chunk_file(directory: Path, arr, name: str, k: int) -> Path:
-    """The file of campaign chunk `k` of array `name` (Zarr 3's default chunk key
-    `c/<k>/0/...`), or its folder `c/<k>` when it spans several Zarr chunks along time."""
-    base = directory / _STORE / name / "c" / str(k)
-    if any(c < s for c, s in zip(arr.chunks[1:], arr.shape[1:])):
-        return base
-    return base / Path(*(["0"] * (len(arr.shape) - 1)))
-
-
-def _read_record(path: Path) -> tuple[dict | None, str | None]:
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        return None, f"{type(err).__name__}: {err}"
-    if not isinstance(record, dict):
-        return None, f"not a JSON object: {type(record).__name__}"
-    return record, None
-
-
-def _records(directory: Path) -> dict[int, Path]:
-    found = {}
-    for path in (directory / _RECORDS).glob("chunk_*.json"):
-        try:
-            found[int(path.stem.split("_")[1])] = path
-        except ValueError:
-            continue
-    return found
-
-
-def _verify(root, layout, directory, k, lo, hi, record, identity) -> str | None:
-    """Why chunk `k` is damaged, naming the file; `None` when its data match its checksums."""
-    digests = record.get("sha256")
-    where = (record.get("campaign"), record.get("chunk"), record.get("start"), record.get("stop"))
-    if where != (identity, k, lo, hi) or not isinstance(digests, dict):
-        return f"{_record_path(directory, k)}: record of another chunk or incomplete"
-    for name in layout:
-        where = _chunk_file(directory, root[name], name, k)
-        try:
-            data = np.asarray(root[name][lo:hi])
-        except Exception as err:  # any decoding failure of a damaged file
-            return f"{where}: unreadable ({type(err).__name__}: {err})"
-        if _sha(data) != digests.get(name):
-            return f"{where}: checksum mismatch (sha256 in {_record_path(directory, k)})"
-    return None
 
 
 def _barrier(name: str) -> None:
@@ -549,9 +100,10 @@ def run_campaign(
 
     1. refuses, before computing anything, a campaign that would mix results: another `n`,
        `chunk_size`, key, dispersions or parameters, `config`, or another *fingerprint* of the
-       member function (its traced program with its constants, e.g. a changed hub mass, and the
-       names, shapes and dtypes of its outputs, e.g. a changed horizon); the message lists what
-       changed. Chunk records carry the campaign's identity too, so a deleted `manifest.json`
+       member function (its traced program with its constants, e.g. a changed hub mass; the host
+       callbacks it calls, e.g. a `jax.pure_callback` whose Python function changed a constant,
+       by the rule of `jaxsim.montecarlo._fingerprint`; and the names, shapes and dtypes of its
+       outputs, e.g. a changed horizon); the message lists what changed. Chunk records carry the campaign's identity too, so a deleted `manifest.json`
        does not let another campaign adopt them;
     2. verifies the checksums of this process's chunks on disk: a damaged chunk is named in a
        `CampaignWarning` and computed again; temporary files of killed writers are removed;
@@ -601,6 +153,61 @@ def run_campaign(
         ```
     """
     where = "run_campaign"
+    plan = _plan(where, fn, params, directory, chunk_size, key, n, devices, mesh, axis_name,
+                 max_chunks, process_index, process_count, config, units, load, setup)  # fmt: skip
+    root, done_chunks = _resume(where, plan)
+    size, n_members = plan.size, plan.source.n
+    total = sum(min(size, n_members - k * size) for k in plan.mine)
+    reporter = _Progress(progress, total, where)
+    program, computed, done, failed = None, 0, 0, 0
+    try:
+        for k in plan.mine:
+            lo, hi = k * size, min((k + 1) * size, n_members)
+            if k in done_chunks:
+                failed += int(np.sum(~np.asarray(root["ok"][lo:hi])))
+                done += hi - lo
+                reporter.update(done, hi - lo, failed)
+                continue
+            if max_chunks is not None and computed >= max_chunks:
+                break
+            if program is None:
+                program = _Program(fn, plan.source, plan.sharding)
+            arrays, errors = _run_chunk(program, lo, hi, size)
+            _commit(plan, root, k, lo, hi, arrays, errors)
+            computed += 1
+            done += hi - lo
+            failed += int(np.sum(~arrays["ok"]))
+            reporter.update(done, hi - lo, failed)
+    finally:
+        reporter.close()
+    if plan.shared:
+        _barrier(f"jaxsim.montecarlo.done.{plan.identity[:16]}")
+    return load_campaign(plan.directory) if load else None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """What a campaign call computes and where: built by `_plan` before anything is written."""
+
+    directory: Path
+    source: Any  # batch._Source
+    sharding: Any
+    size: int
+    manifest: dict | None  # on disk, or None
+    wanted: dict  # the manifest this call would write
+    identity: str
+    text: str  # the traced program's text
+    layout: dict
+    store_attrs: dict
+    mine: list  # this process's chunk indices
+    process_index: int
+    shared: bool  # under jax.distributed: process 0 sets the folder up
+
+
+def _plan(where, fn, params, directory, chunk_size, key, n, devices, mesh, axis_name,
+          max_chunks, process_index, process_count, config, units, load, setup) -> _Plan:  # fmt: skip
+    """Check the arguments, fingerprint the member function and lay out the store; reads the
+    manifest on disk but writes nothing."""
     _require_zarr(where)
     source, sharding, n_dev = _setup(where, fn, params, key, n, devices, mesh, axis_name)
     size = _check_chunk_size(where, chunk_size, source.n, n_dev, required=True)
@@ -668,7 +275,24 @@ def run_campaign(
     # Under jax.distributed, every process of the job runs this call: process 0 sets up the
     # folder, the others wait for it (a barrier, not a lock: no other scheduler).
     shared = jax.process_count() > 1 and process_count == jax.process_count()
+    mine = [k for k in range(n_chunks) if k % process_count == process_index]
+    return _Plan(
+        directory=directory, source=source, sharding=sharding, size=size, manifest=manifest,
+        wanted=wanted, identity=identity, text=text, layout=layout, store_attrs=store_attrs,
+        mine=mine, process_index=int(process_index), shared=shared,
+    )  # fmt: skip
 
+
+def _resume(where: str, plan: _Plan) -> tuple[Any, dict]:
+    """`(store root, {k: record})`: refuse a folder holding another campaign (before computing
+    anything), set the folder up (process 0 under jax.distributed), and verify this process's
+    committed chunks (a damaged one is named in a `CampaignWarning` and computed again)."""
+    directory, manifest, wanted, identity = (
+        plan.directory,
+        plan.manifest,
+        plan.wanted,
+        plan.identity,
+    )
     # 1. Refuse a campaign that would mix results (read-only checks, on every process).
     if manifest is not None and any(manifest.get(k) != wanted[k] for k in wanted):
         program_file = directory / _PROGRAM
@@ -678,7 +302,7 @@ def run_campaign(
                 disk_text = gzip.decompress(program_file.read_bytes()).decode()
             except (OSError, EOFError, UnicodeDecodeError):
                 disk_text = None
-        diff = _differences(manifest, wanted, disk_text, text)
+        diff = _differences(manifest, wanted, disk_text, plan.text)
         raise ValueError(
             f"{where}: `directory` {str(directory)!r} holds a campaign with a different "
             f"configuration; resuming would mix results, so nothing was computed:\n  - "
@@ -697,26 +321,27 @@ def run_campaign(
             )
 
     # 2. Set up the folder (process 0 under jax.distributed).
-    if not shared or jax.process_index() == 0:
+    n = plan.source.n
+    if not plan.shared or jax.process_index() == 0:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / _RECORDS).mkdir(exist_ok=True)
         if manifest is None:
-            _atomic_write(directory / _PROGRAM, gzip.compress(text.encode(), mtime=0))
+            _atomic_write(directory / _PROGRAM, gzip.compress(plan.text.encode(), mtime=0))
             created = {**wanted, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
             created["jax"] = jax.__version__
             _atomic_write(directory / _MANIFEST, json.dumps(created, indent=1).encode())
-        if _open_store(where, directory, layout, source.n) is None:
+        if _open_store(where, directory, plan.layout, n) is None:
             if records:
                 raise ValueError(
                     f"{where}: `directory` {str(directory)!r} has chunk records but its store "
                     f"{directory / _STORE} is missing or does not match them; nothing was "
                     "computed. Use a new directory."
                 )
-            _create_store(where, directory / _STORE, layout, source.n, size, store_attrs)
-    if shared:
+            _create_store(where, directory / _STORE, plan.layout, n, plan.size, plan.store_attrs)
+    if plan.shared:
         _barrier(f"jaxsim.montecarlo.setup.{identity[:16]}")
     _clean_tmp(directory)
-    root = _open_store(where, directory, layout, source.n, mode="r+")
+    root = _open_store(where, directory, plan.layout, n, mode="r+")
     if root is None:
         raise ValueError(
             f"{where}: the store {directory / _STORE} is missing or does not match the campaign "
@@ -724,318 +349,57 @@ def run_campaign(
         )
 
     # 3. Verify this process's chunks.
-    mine = [k for k in range(n_chunks) if k % process_count == process_index]
     done_chunks = {}
-    for k in mine:
+    for k in plan.mine:
         path = _record_path(directory, k)
         if not path.exists():
             continue
-        lo, hi = k * size, min((k + 1) * size, source.n)
+        lo, hi = k * plan.size, min((k + 1) * plan.size, n)
         record, why = _read_record(path)
         if why is not None:
             why = f"{path}: unreadable record ({why})"
         else:
-            why = _verify(root, layout, directory, k, lo, hi, record, identity)
+            why = _verify(root, plan.layout, directory, k, lo, hi, record, identity)
         if why is None:
             done_chunks[k] = record
             continue
         warnings.warn(
             f"{where}: chunk {k} (members {lo}..{hi - 1}) is damaged and is computed again: {why}.",
             CampaignWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
         path.unlink()
-
-    # 4. Compute the missing chunks.
-    total = sum(min(size, source.n - k * size) for k in mine)
-    reporter = _Progress(progress, total, where)
-    program, computed, done, failed = None, 0, 0, 0
-    try:
-        for k in mine:
-            lo, hi = k * size, min((k + 1) * size, source.n)
-            if k in done_chunks:
-                failed += int(np.sum(~np.asarray(root["ok"][lo:hi])))
-                done += hi - lo
-                reporter.update(done, hi - lo, failed)
-                continue
-            if max_chunks is not None and computed >= max_chunks:
-                break
-            if program is None:
-                program = _Program(fn, source, sharding)
-            chunk = np.arange(lo, hi)
-            (params_, outputs, code, finite), errors = _run_members(program, chunk, size)
-            ok = (code == 0) & finite
-            arrays = {"members": chunk, "ok": ok, "result": code}
-            arrays.update(_flatten(params_, "params"))
-            arrays.update(_flatten(outputs, "outputs"))
-            digests = {}
-            for name, v in layout.items():
-                data = np.ascontiguousarray(arrays[v["path"]], dtype=v["dtype"])
-                root[name][lo:hi] = data
-                digests[name] = _sha(data)
-            record = {
-                "campaign": identity,
-                "chunk": k,
-                "start": lo,
-                "stop": hi,
-                "sha256": digests,
-                "errors": {str(m): cause for m, cause in sorted(errors.items())},
-                "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "host": socket.gethostname(),
-                "process": int(process_index),
-            }
-            _atomic_write(_record_path(directory, k), json.dumps(record, indent=1).encode())
-            computed += 1
-            done += hi - lo
-            failed += int(np.sum(~ok))
-            reporter.update(done, hi - lo, failed)
-    finally:
-        reporter.close()
-    if shared:
-        _barrier(f"jaxsim.montecarlo.done.{identity[:16]}")
-    return load_campaign(directory) if load else None
+    return root, done_chunks
 
 
-# ----------------------------------------------------------------------------------------------
-# Reading
-# ----------------------------------------------------------------------------------------------
+def _run_chunk(program, lo: int, hi: int, size: int) -> tuple[dict, dict]:
+    """`({path: array}, {member: cause})`: members `lo..hi-1` computed by the chunk program, as
+    the store's flat named columns, and the members that raised at run time."""
+    chunk = np.arange(lo, hi)
+    (params_, outputs, code, finite), errors = _run_members(program, chunk, size)
+    arrays = {"members": chunk, "ok": (code == 0) & finite, "result": code}
+    arrays.update(_flatten(params_, "params"))
+    arrays.update(_flatten(outputs, "outputs"))
+    return arrays, errors
 
 
-def _committed(directory: Path, manifest: dict, where: str) -> dict[int, dict]:
-    """The chunk records of the campaign (`{k: record}`); unreadable or foreign ones are left out
-    with a `CampaignWarning` naming them (`run_campaign` recomputes them)."""
-    identity = _identity(manifest)
-    out = {}
-    for k, path in sorted(_records(directory).items()):
-        record, why = _read_record(path)
-        if why is None and record.get("campaign") != identity:
-            why = "record of another campaign"
-        if why is not None or not 0 <= k < int(manifest["n_chunks"]):
-            warnings.warn(
-                f"{where}: {path} is left out ({why or 'chunk index out of range'}).",
-                CampaignWarning,
-                stacklevel=3,
-            )
-            continue
-        out[k] = record
-    return out
-
-
-def _check_committed(root, directory: Path, manifest: dict, records: dict, where: str) -> None:
-    """Every committed chunk's data match its record's checksums, else a `ValueError` naming the
-    damaged file (a deleted Zarr chunk file reads as its fill value: NaN rows that would load as
-    members marked `ok`); `run_campaign` on the same directory recomputes it."""
-    identity = _identity(manifest)
-    n, size = int(manifest["n"]), int(manifest["chunk_size"])
-    names = sorted(root.array_keys())
-    for k, record in sorted(records.items()):
-        lo, hi = k * size, min((k + 1) * size, n)
-        why = _verify(root, names, directory, k, lo, hi, record, identity)
-        if why is not None:
-            raise ValueError(
-                f"{where}: chunk {k} (members {lo}..{hi - 1}) of campaign {str(directory)!r} is "
-                f"damaged: {why}; run `run_campaign` on the same directory to recompute it."
-            )
-
-
-def _ranges(chunks, size: int, n: int) -> list[tuple[int, int]]:
-    """Member ranges `[lo, hi)` of the sorted chunk indices, adjacent chunks merged."""
-    out: list[list[int]] = []
-    for k in chunks:
-        lo, hi = k * size, min((k + 1) * size, n)
-        if out and out[-1][1] == lo:
-            out[-1][1] = hi
-        else:
-            out.append([lo, hi])
-    return [(lo, hi) for lo, hi in out]
-
-
-def _load_v1(directory: Path, manifest: dict) -> BatchResult:
-    flats = []
-    for k in range(int(manifest["n_chunks"])):
-        path = _chunk_path(directory, k)
-        if path.exists():
-            try:
-                with open(path, "rb") as fh, np.load(fh) as data:
-                    flats.append({name: data[name] for name in data.files})
-            except Exception as err:  # zip, pickle and EOF errors of a damaged file
-                raise ValueError(
-                    f"load_campaign: {path} is damaged ({type(err).__name__}: {err})."
-                ) from None
-    if not flats:
-        return _empty(int(manifest["n"]))
-    flat = {name: np.concatenate([f[name] for f in flats], axis=0) for name in flats[0]}
-    return _batch_from_flat(flat, manifest["n"], len(flats) == int(manifest["n_chunks"]))
-
-
-def _empty(n: int) -> BatchResult:
-    return BatchResult(
-        members=np.zeros(0, dtype=np.int64),
-        ok=np.zeros(0, bool),
-        result=np.zeros(0, np.int32),
-        params={},
-        outputs={},
-        n_total=n,
-        complete=False,
-    )
-
-
-def _manifest_of(directory, where: str) -> tuple[Path, dict]:
-    directory = Path(directory)
-    manifest = _read_manifest(directory, where)
-    if manifest is None:
-        raise ValueError(
-            f"{where}: `directory` {str(directory)!r} has no {_MANIFEST}; not a campaign."
-        )
-    return directory, manifest
-
-
-def load_campaign(directory: str | os.PathLike) -> BatchResult:
-    """Read a campaign written by `run_campaign` (complete or not) into one `BatchResult`.
-
-    Reads the committed chunks (those with a chunk record) of a Zarr campaign, or the
-    `chunk_<k>.npz` files of a campaign of format 1 (written by earlier jaxsim versions). Loads
-    everything into memory: for large campaigns, `open_campaign` (lazy, xarray) and
-    `summarize_campaign` (chunk by chunk) read the store without loading it.
-
-    **Arguments:**
-
-    - `directory`: the campaign folder.
-
-    **Returns:** a `BatchResult` of the chunks on disk, members in increasing order;
-    `complete` tells whether every chunk is there, `n_total` is the campaign's `n`, `errors` the
-    members that raised at run time.
-
-    !!! example
-
-        ```python
-        res = mc.load_campaign("runs/mc1")
-        res.complete, res.n_ok, mc.summarize(res)["outputs/totRotEnergy"].mean
-        ```
-    """
-    where = "load_campaign"
-    directory, manifest = _manifest_of(directory, where)
-    if manifest["format"] == _FORMAT_V1:
-        return _load_v1(directory, manifest)
-    n, size = int(manifest["n"]), int(manifest["chunk_size"])
-    records = _committed(directory, manifest, where)
-    if not records:
-        return _empty(n)
-    root = _open_store(where, directory, None, n)
-    if root is None:
-        raise ValueError(f"{where}: {directory / _STORE} is missing or unreadable.")
-    _check_committed(root, directory, manifest, records, where)
-    ranges = _ranges(sorted(records), size, n)
-    flat = {}
-    for name in sorted(root.array_keys()):
-        arr = root[name]
-        try:
-            flat[arr.attrs["path"]] = np.concatenate([arr[lo:hi] for lo, hi in ranges], axis=0)
-        except Exception as err:  # a damaged chunk file
-            raise ValueError(
-                f"{where}: array {name!r} of {directory / _STORE} is damaged "
-                f"({type(err).__name__}: {err}); run_campaign verifies and recomputes it."
-            ) from None
-    errors = sorted((int(m), c) for r in records.values() for m, c in r.get("errors", {}).items())
-    res = _batch_from_flat(flat, n, len(records) == int(manifest["n_chunks"]), errors)
-    units = tuple(
-        (root[k].attrs["path"], root[k].attrs["units"])
-        for k in sorted(root.array_keys())
-        if root[k].attrs["path"].startswith("params" + _SEP) and root[k].attrs.get("units")
-    )
-    return dataclasses.replace(res, schema=_store_schema(root), units=units)
-
-
-def _store_schema(root) -> tuple:
-    """`((solution path, RunInfo), ...)` recorded in a store's attributes (none before
-    jaxsim.schema/1)."""
-    sols = dict(root.attrs).get("schema", {}).get("solutions", {})
-    return tuple((path, _schema.RunInfo.from_json(info)) for path, info in sols.items())
-
-
-def open_campaign(directory: str | os.PathLike) -> Any:
-    """The campaign's store as a lazily loaded `xarray.Dataset` (nothing is read until used).
-
-    The schema of runs and batches (`jaxsim.results.to_xarray`): the names of
-    a run (`omega_BN_B`, `rw.Omega`, `ys.hub.sigma_BN`, `stats.num_steps`, `t_final`; a
-    `Solution` under a key of the member outputs prefixed by it), `params.<name>`, `ok`,
-    `result`; dimensions `member` (coordinate: member index), `time` (coordinate: the sample
-    times of the first committed member that succeeded), the labelled components `xyz`, `mrp`,
-    `row`, `column` and the effectors' element dimensions (`wheel`, `panel`, ...); `units` and
-    `path` (the `/`-joined keys of `BatchResult`) attributes; the run settings, the schema and
-    the saved setup (`run_campaign(..., setup=...)`) as Dataset attributes. `committed` marks
-    the members of committed chunks: the others have not been computed (their values are the
-    fill values: NaN, 0). Stores written before this schema (no `schema` attribute) keep their
-    former names (`outputs.outputs.omega_BN_B`) and dimensions (`component`, `component2`).
-
-    !!! example
-
-        ```python
-        ds = mc.open_campaign("runs/mc1")
-        ds["omega_BN_B"].where(ds.ok & ds.committed).isel(time=-1).std("member")
-        ```
-    """
-    where = "open_campaign"
-    directory, manifest = _manifest_of(directory, where)
-    if manifest["format"] == _FORMAT_V1:
-        raise ValueError(
-            f"{where}: `directory` {str(directory)!r} is a campaign of format {_FORMAT_V1!r} "
-            "(.npz chunks), which has no store; read it with load_campaign."
-        )
-    _require_zarr(where)
-    try:
-        import xarray as xr
-    except ImportError:
-        raise ImportError(
-            f'{where}: needs xarray; install the optional extra `pip install "jaxsim-spacecraft[{_EXTRA}]"` '
-            "(xarray, zarr)."
-        ) from None
-    n, size = int(manifest["n"]), int(manifest["chunk_size"])
-    committed = np.zeros(n, bool)
-    for lo, hi in _ranges(sorted(_committed(directory, manifest, where)), size, n):
-        committed[lo:hi] = True
-    ds = xr.open_zarr(
-        str(directory / _STORE), consolidated=False, mask_and_scale=False, zarr_format=3
-    )
-    ds = ds.assign_coords(member=np.arange(n)).assign(committed=("member", committed))
-    attrs = dict(ds.attrs)
-    if "schema" not in attrs:  # a store of jaxsim.schema/0: its original names
-        return ds
-    return _schema_dataset(ds, attrs, committed, xr)
-
-
-def _schema_dataset(ds, attrs: dict, committed, xr):
-    """A store opened by xarray, in the schema of runs, batches and campaigns: variables renamed
-    to their `name` attribute, the sample times of the first committed member as the `time`
-    coordinate, labels of the component dimensions and indices of the element ones."""
-    names = {v: ds[v].attrs["name"] for v in ds.data_vars if "name" in ds[v].attrs}
-    ds = ds.rename_vars({k: v for k, v in names.items() if k != v})
-    schema = attrs.pop("schema")
-    sols = {p: _schema.RunInfo.from_json(i) for p, i in schema.get("solutions", {}).items()}
-    times = [p.replace(_SEP, ".") + ".ts" if p else "ts" for p in sols]
-    times = [t for t in times if t in ds.data_vars and ds[t].dims == ("member", "time")]
-    usable = committed & np.asarray(ds["ok"].values) if "ok" in ds.data_vars else committed
-    usable = usable if usable.any() else committed  # ok members' times are finite
-    if times and usable.any():
-        first = int(np.argmax(usable))
-        ds = ds.assign_coords(
-            time=xr.Variable(("time",), ds[times[0]][first].values, {"units": "s"})
-        )
-        ds = ds.drop_vars(times)
-    ds = ds.drop_vars([v for v in ("members",) if v in ds.data_vars])
-    for path, info in sols.items():  # event names from the indices (small integer arrays)
-        prefix = path.replace(_SEP, ".") + "." if path else ""
-        index = f"{prefix}event.index"
-        if index in ds.data_vars:
-            names = np.asarray([*info.events, ""], dtype=object)
-            idx = np.asarray(ds[index].values)
-            kind = names[np.where((idx >= 0) & (idx < len(info.events)), idx, -1)]
-            ds = ds.assign({f"{prefix}event.kind": (ds[index].dims, kind)})
-    elements = {d for info in sols.values() for _, d in info.elements}
-    ds = _schema.label_coords(ds, xr, elements)
-    info = next(iter(sols.values()), None)
-    out = _schema.run_attrs(info)
-    out.update({k: v for k, v in attrs.items() if k != "format"})
-    out["format"] = attrs.get("format", _FORMAT)
-    ds.attrs = out
-    return ds
+def _commit(plan: _Plan, root, k: int, lo: int, hi: int, arrays: dict, errors: dict) -> None:
+    """Write chunk `k`'s arrays into the store, then its record (atomically): the record, with
+    a sha256 per array, is what makes the chunk committed."""
+    digests = {}
+    for name, v in plan.layout.items():
+        data = np.ascontiguousarray(arrays[v["path"]], dtype=v["dtype"])
+        root[name][lo:hi] = data
+        digests[name] = _sha(data)
+    record = {
+        "campaign": plan.identity,
+        "chunk": k,
+        "start": lo,
+        "stop": hi,
+        "sha256": digests,
+        "errors": {str(m): cause for m, cause in sorted(errors.items())},
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "host": socket.gethostname(),
+        "process": plan.process_index,
+    }
+    _atomic_write(_record_path(plan.directory, k), json.dumps(record, indent=1).encode())

@@ -1,15 +1,29 @@
-"""Statistics of a batch's outputs over its `ok` members: `Summary` and `summarize`; the same from
-a campaign's store, chunk by chunk (`summarize_campaign`), its failures (`campaign_failures`,
-`failure_counts`) and dispersion plots (`plot_campaign`)."""
+"""Statistics of a batch's outputs over its `ok` members (`Summary` and `summarize`, defined with
+the member records in `_records`); the same from a campaign's store, chunk by chunk
+(`summarize_campaign`), its failures (`campaign_failures`, `failure_counts`) and dispersion plots
+(`plot_campaign`)."""
 
 import os
 from collections.abc import Sequence
 from typing import Any
 
-import equinox as eqx
 import numpy as np
 
-from .batch import _SEP, BatchResult, _batch_from_flat, _flatten
+from ._records import (
+    _SEP,
+    Summary as Summary,
+    _batch_from_flat,
+    summarize as summarize,
+)
+from ._store import (
+    _FORMAT_V1,
+    _check_committed,
+    _committed,
+    _manifest_of,
+    _open_store,
+    _ranges,
+    load_campaign,
+)
 
 
 __all__ = [
@@ -22,76 +36,6 @@ __all__ = [
 ]
 
 
-class Summary(eqx.Module):
-    """Statistics of one output over the `ok` members (elementwise over its trailing axes).
-
-    **Fields:** `mean`, `std` (population, `ddof=0`), `min`, `max`, `percentiles` (dict
-    `{p: array}`), `n_ok` (members used), `n_failed` (members excluded).
-    """
-
-    mean: np.ndarray
-    std: np.ndarray
-    min: np.ndarray
-    max: np.ndarray
-    percentiles: dict
-    n_ok: int = eqx.field(static=True)
-    n_failed: int = eqx.field(static=True)
-
-
-def summarize(
-    result: BatchResult,
-    percentiles: Sequence[float] = (5.0, 50.0, 95.0),
-    *,
-    include_params: bool = False,
-) -> dict[str, Summary]:
-    r"""Mean, standard deviation, extremes and percentiles of every output over the `ok` members.
-
-    **Arguments:**
-
-    - `result`: a `BatchResult`.
-    - `percentiles`: percentiles in `[0, 100]` (numpy's linear interpolation).
-    - `include_params`: also summarize the parameters, under `"params/<name>"`.
-
-    **Returns:** `{path: Summary}` with `path` the output's `/`-joined keys (for a `Solution`:
-    `"outputs/omega_BN_B"`, `"ys/hub/sigma_BN"`, `"stats/num_steps"`) and each statistic of shape
-    `leaf.shape[1:]` (per sample time, per component). Outputs with no `ok` member get NaN
-    statistics.
-
-    !!! example
-
-        ```python
-        stats = mc.summarize(res, percentiles=(1.0, 99.0))
-        stats["outputs/omega_BN_B"].std[-1]                 # final-time 1-sigma per axis [rad/s]
-        ```
-    """
-    if not isinstance(result, BatchResult):
-        raise ValueError(f"summarize: `result` must be a BatchResult; got {type(result).__name__}.")
-    pct = tuple(float(p) for p in np.atleast_1d(percentiles))
-    if any(not 0.0 <= p <= 100.0 for p in pct):
-        raise ValueError(f"summarize: `percentiles` must lie in [0, 100]; got {pct}.")
-    ok = np.asarray(result.ok, dtype=bool)
-    n_ok = int(ok.sum())
-    flat = _flatten(result.outputs)
-    if include_params:
-        flat.update(_flatten(result.params, "params"))
-    out = {}
-    for name, leaf in flat.items():
-        x = np.asarray(leaf)[ok].astype(float)
-        if n_ok == 0:
-            nan = np.full(x.shape[1:], np.nan)
-            stats = dict(mean=nan, std=nan, min=nan, max=nan, percentiles={p: nan for p in pct})
-        else:
-            stats = dict(
-                mean=x.mean(axis=0),
-                std=x.std(axis=0),
-                min=x.min(axis=0),
-                max=x.max(axis=0),
-                percentiles=dict(zip(pct, np.percentile(x, pct, axis=0))),
-            )
-        out[name] = Summary(**stats, n_ok=n_ok, n_failed=int(ok.size) - n_ok)
-    return out
-
-
 # ----------------------------------------------------------------------------------------------
 # From a campaign's store, chunk by chunk
 # ----------------------------------------------------------------------------------------------
@@ -102,15 +46,6 @@ _STORE_BYTES = 2**27  # default memory bound of `summarize_campaign` (128 MiB of
 def _campaign(directory, where: str):
     """`(manifest, root, ranges, ok)` of a Zarr campaign: its committed member ranges and their
     `ok` mask; `None` for a campaign of format 1 (no store)."""
-    from .campaign import (
-        _FORMAT_V1,
-        _check_committed,
-        _committed,
-        _manifest_of,
-        _open_store,
-        _ranges,
-    )
-
     directory, manifest = _manifest_of(directory, where)
     if manifest["format"] == _FORMAT_V1:
         return None
@@ -200,8 +135,6 @@ def summarize_campaign(
         raise ValueError(f"{where}: `max_bytes` must be an integer >= 8; got {max_bytes!r}.")
     found = _campaign(directory, where)
     if found is None:
-        from .campaign import load_campaign
-
         out = summarize(load_campaign(directory), pct, include_params=include_params)
         return out if names is None else {k: out[k] for k in names if k in out}
     _, root, ranges, ok = found
@@ -260,16 +193,12 @@ def campaign_failures(directory: str | os.PathLike) -> list[tuple[int, str, floa
     where = "campaign_failures"
     found = _campaign(directory, where)
     if found is None:
-        from .campaign import load_campaign
-
         return load_campaign(directory).failure_table()
     manifest, root, ranges, ok = found
     committed = np.concatenate([np.arange(lo, hi) for lo, hi in ranges] or [np.zeros(0, int)])
     bad = committed[~ok]
     if bad.size == 0:
         return []
-    from .campaign import _committed, _manifest_of
-
     d, _ = _manifest_of(directory, where)
     errors = sorted(
         (int(m), c) for r in _committed(d, manifest, where).values() for m, c in r["errors"].items()
