@@ -1,0 +1,275 @@
+r"""A nonlinear program over pytrees: objective, bounds, equality and inequality constraints.
+
+$$\min_x J(x, a)\quad\text{s.t.}\quad c_{eq}(x, a) = 0,\quad c_{in}(x, a) \le 0,\quad
+x_l \le x \le x_u,$$
+with $x$ any pytree of arrays (the decision variables) and $a$ any pytree of arrays (`args`: data
+that changes between solves without recompiling, e.g. a horizon, a target). The solvers see the
+flat vector of $x$ (`jax.flatten_util.ravel_pytree`).
+
+Every evaluation a host solver needs (objective, constraints, their Jacobians) comes from one
+compiled call, `Problem.evaluate`: the stacked vector $F = [J, c_{eq}, c_{in}]$ and its Jacobian
+$\partial F/\partial x$, by reverse mode (`jax.jacrev`, one backward pass per row) when $F$ has fewer
+rows than $x$ has entries, else by forward mode (`jax.jacfwd`). Reference: Nocedal & Wright,
+*Numerical Optimization*, 2nd ed. (Springer, 2006), ch. 12 (the KKT conditions).
+"""
+
+import time
+
+import jax
+import jax.flatten_util
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import PyTree
+
+from .._compile import jit as _jit
+
+
+_CLS = "Problem"
+
+
+def _as_vector(value, what):
+    v = jnp.asarray(value, dtype=float)
+    return jnp.reshape(v, (-1,)) if v.ndim != 1 else v
+
+
+def _flat_bound(name, bound, x0, fill):
+    """A bound given as None, a scalar or a pytree shaped like `x0`, as a flat numpy vector."""
+    flat0, _ = jax.flatten_util.ravel_pytree(x0)
+    if bound is None:
+        return np.full(flat0.shape, fill)
+    if np.ndim(bound) == 0 and not isinstance(bound, (dict, list, tuple)):
+        return np.full(flat0.shape, float(bound))
+    try:
+        leaves = jax.tree.map(
+            lambda b, x: np.broadcast_to(np.asarray(b, float), np.shape(x)), bound, x0
+        )
+    except (ValueError, TypeError) as err:
+        raise ValueError(
+            f"{_CLS}: `{name}` must be None, a scalar or a pytree with the structure of `x0` "
+            f"whose leaves broadcast to x0's; got {bound!r} ({err})."
+        ) from None
+    flat, _ = jax.flatten_util.ravel_pytree(leaves)
+    return np.asarray(flat, float)
+
+
+class Problem:
+    r"""A nonlinear program (module docstring).
+
+    **Arguments:**
+
+    - `objective`: `objective(x, args) -> ()` the scalar cost $J$ to minimize.
+    - `x0`: the initial guess, a pytree of float arrays (its structure is that of $x$).
+    - `lower`, `upper`: bounds on $x$: None (unbounded), a scalar, or a pytree like `x0` (leaves
+      broadcast; `-inf`/`inf` for unbounded entries).
+    - `equality`: `equality(x, args) -> (m_eq,)` constraints $c_{eq} = 0$ (any shape, flattened),
+      or None.
+    - `inequality`: `inequality(x, args) -> (m_in,)` constraints $c_{in} \le 0$, or None.
+    - `args`: default data for the functions (a pytree of arrays; a solver's `args=` replaces it
+      without recompiling when its structure and shapes stay the same).
+    - `jacobian`: `"auto"` (reverse mode when $1 + m_{eq} + m_{in} <$ the number of variables, else
+      forward mode), `"rev"` or `"fwd"`.
+
+    Construction traces the functions once (`jax.eval_shape`) to learn the constraint sizes;
+    nothing is compiled until the first evaluation. `compile_count` counts the traces of the
+    compiled evaluations (one per distinct argument structure): it stays at 1 across the
+    iterations of a solve and across solves whose `args` change only in value.
+    """
+
+    def __init__(
+        self,
+        objective,
+        x0: PyTree,
+        *,
+        lower=None,
+        upper=None,
+        equality=None,
+        inequality=None,
+        args: PyTree = None,
+        jacobian: str = "auto",
+        _functions=None,
+    ):
+        self._functions = _functions
+        if not callable(objective):
+            raise ValueError(f"{_CLS}: `objective` must be callable; got {objective!r}.")
+        for name, fn in (("equality", equality), ("inequality", inequality)):
+            if fn is not None and not callable(fn):
+                raise ValueError(f"{_CLS}: `{name}` must be callable or None; got {fn!r}.")
+        if jacobian not in ("auto", "fwd", "rev"):
+            raise ValueError(
+                f"{_CLS}: `jacobian` must be 'auto', 'fwd' or 'rev'; got {jacobian!r}."
+            )
+        x0 = jax.tree.map(lambda v: jnp.asarray(v, dtype=float), x0)
+        flat0, self.unravel = jax.flatten_util.ravel_pytree(x0)
+        if flat0.size == 0:
+            raise ValueError(f"{_CLS}: `x0` has no decision variables.")
+        if not np.all(np.isfinite(np.asarray(flat0))):
+            raise ValueError(f"{_CLS}: `x0` must be finite; got {x0}.")
+        self.x0 = x0
+        self.z0 = np.asarray(flat0, float)
+        self.lower = _flat_bound("lower", lower, x0, -np.inf)
+        self.upper = _flat_bound("upper", upper, x0, np.inf)
+        bad = np.nonzero(~(self.lower <= self.upper))[0]
+        if bad.size:
+            raise ValueError(
+                f"{_CLS}: `lower` must be <= `upper` entrywise; entries {bad.tolist()} have "
+                f"lower {self.lower[bad].tolist()} > upper {self.upper[bad].tolist()}."
+            )
+        self._objective = objective
+        self._equality = equality
+        self._inequality = inequality
+        self.args = args
+        self.trace_counts = {"evaluate": 0, "objective_and_gradient": 0, "forward": 0}
+        shapes = jax.eval_shape(self._split, flat0, args)
+        if shapes[0].shape != ():
+            raise ValueError(
+                f"{_CLS}: `objective` must return a scalar; got shape {shapes[0].shape}."
+            )
+        self.num_variables = int(flat0.size)
+        self.num_equality = int(shapes[1].shape[0])
+        self.num_inequality = int(shapes[2].shape[0])
+        rows = 1 + self.num_equality + self.num_inequality
+        if jacobian == "auto":
+            jacobian = "rev" if rows < self.num_variables else "fwd"
+        self.jacobian_mode = jacobian
+        self.evaluate = _jit(self._evaluate)
+        self.objective_and_gradient = _jit(self._objective_and_gradient)
+        self.forward = _jit(self._forward)
+
+    # -- the functions on the flat vector ------------------------------------------------------
+
+    @classmethod
+    def combined(cls, functions, x0: PyTree, **kwargs) -> "Problem":
+        r"""A problem whose objective and constraints come from one function,
+        `functions(x, args) -> (J, c_eq, c_in)` (`c_eq`/`c_in` None when absent), so that one
+        simulation serves all three (the usual case: the objective and the constraints read the
+        same trajectory). Other arguments as for `Problem` (without `equality`/`inequality`)."""
+        if not callable(functions):
+            raise ValueError(f"{_CLS}.combined: `functions` must be callable; got {functions!r}.")
+        for name in ("equality", "inequality"):
+            if name in kwargs:
+                raise ValueError(
+                    f"{_CLS}.combined: `{name}` comes from `functions`; do not pass it."
+                )
+
+        def objective(x, args):
+            return functions(x, args)[0]
+
+        problem = cls(objective, x0, _functions=functions, **kwargs)
+        return problem
+
+    def _split(self, z, args):
+        x = self.unravel(z)
+        empty = jnp.zeros((0,))
+        if self._functions is not None:
+            f, ceq, cin = self._functions(x, args)
+            f = jnp.asarray(f, dtype=float)
+            ceq = empty if ceq is None else _as_vector(ceq, "eq")
+            cin = empty if cin is None else _as_vector(cin, "in")
+            return f, ceq, cin
+        f = jnp.asarray(self._objective(x, args), dtype=float)
+        ceq = empty if self._equality is None else _as_vector(self._equality(x, args), "eq")
+        cin = empty if self._inequality is None else _as_vector(self._inequality(x, args), "in")
+        return f, ceq, cin
+
+    def values(self, z, args):
+        r"""$F = [J, c_{eq}, c_{in}]$ at the flat vector `z` (traceable; not compiled by itself)."""
+        f, ceq, cin = self._split(z, args)
+        return jnp.concatenate([jnp.reshape(f, (1,)), ceq, cin])
+
+    def _evaluate(self, z, args):
+        self.trace_counts["evaluate"] += 1
+        jac = jax.jacrev if self.jacobian_mode == "rev" else jax.jacfwd
+
+        def pair(v):
+            F = self.values(v, args)
+            return F, F
+
+        J, F = jac(pair, has_aux=True)(z)
+        return F, J
+
+    def _objective_and_gradient(self, z, args):
+        self.trace_counts["objective_and_gradient"] += 1
+        return jax.value_and_grad(lambda v: self._split(v, args)[0])(z)
+
+    def _forward(self, z, args):
+        self.trace_counts["forward"] += 1
+        return self.values(z, args)
+
+    @property
+    def compile_count(self) -> int:
+        """Traces of the compiled evaluations so far (all three entry points together)."""
+        return sum(self.trace_counts.values())
+
+    def split(self, F):
+        """`(objective, c_eq, c_in)` from a stacked `F` (or the rows of its Jacobian)."""
+        a, b = 1, 1 + self.num_equality
+        return F[0], F[a:b], F[b:]
+
+    def violation(self, z, F) -> float:
+        """Largest violation of constraints and bounds at `z` with values `F` (host numbers)."""
+        _, ceq, cin = self.split(np.asarray(F))
+        z = np.asarray(z)
+        parts = [0.0]
+        if ceq.size:
+            parts.append(np.max(np.abs(ceq)))
+        if cin.size:
+            parts.append(np.max(cin))
+        parts.append(np.max(self.lower - z))
+        parts.append(np.max(z - self.upper))
+        return float(max(parts))
+
+    def x(self, z):
+        """The pytree of decision variables of the flat vector `z`."""
+        return self.unravel(jnp.asarray(z, dtype=float))
+
+    def flat(self, x) -> np.ndarray:
+        """The flat vector of a pytree `x` shaped like `x0`."""
+        return np.asarray(jax.flatten_util.ravel_pytree(x)[0], float)
+
+
+class HostEvaluator:
+    """`Problem.evaluate` for a host solver: numpy in, numpy out, and the last point cached, so
+    that a solver asking for the objective, its gradient, the constraints and their Jacobians in
+    separate calls at one point gets them from one compiled evaluation (`count` evaluations)."""
+
+    def __init__(self, problem: Problem, args):
+        self.problem = problem
+        self.args = args
+        self.count = 0
+        self.seconds = 0.0
+        self._z = None
+        self._F = None
+        self._J = None
+
+    def __call__(self, z):
+        z = np.asarray(z, dtype=float)
+        if self._z is None or not np.array_equal(z, self._z):
+            start = time.perf_counter()
+            F, J = self.problem.evaluate(jnp.asarray(z), self.args)
+            self._F, self._J = np.asarray(F), np.asarray(J)
+            self.seconds += time.perf_counter() - start
+            self._z = z.copy()
+            self.count += 1
+        return self._F, self._J
+
+    def objective(self, z):
+        return float(self(z)[0][0])
+
+    def gradient(self, z):
+        return self(z)[1][0].copy()
+
+    def equality(self, z):
+        F, _ = self(z)
+        return F[1 : 1 + self.problem.num_equality].copy()
+
+    def equality_jacobian(self, z):
+        _, J = self(z)
+        return J[1 : 1 + self.problem.num_equality].copy()
+
+    def inequality(self, z):
+        F, _ = self(z)
+        return F[1 + self.problem.num_equality :].copy()
+
+    def inequality_jacobian(self, z):
+        _, J = self(z)
+        return J[1 + self.problem.num_equality :].copy()

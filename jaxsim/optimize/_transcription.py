@@ -1,0 +1,303 @@
+r"""Transcription of a run into an optimization problem: time scaling (free initial time and
+duration), a running cost as a quadrature state, single and multiple shooting, phase linkage.
+
+**Time scaling.** `TimeScaled(model, t0, duration)` integrates the model in the normalised time
+$\tau \in [0, 1]$: $t = t_0 + D\tau$ and $dy/d\tau = D\,f(t_0 + D\tau, y)$, with $t_0$ and $D$ traced
+(decision variables). The fixed-step driver then runs a concrete horizon ($\tau$ from 0 to 1,
+step $1/m$) whatever the physical horizon, so one compiled program serves every $t_0$ and $D$ and
+the final state is differentiable with respect to both. A held input (`PiecewiseConstant`,
+`SwitchingTimes`) inside the model sees the physical step $[t_0 + D\tau_k, t_0 + D\tau_{k+1}]$, so
+its zero-order-hold semantics are those of an unscaled run. Reference: Betts, *Practical Methods
+for Optimal Control and Estimation Using Nonlinear Programming*, 2nd ed. (SIAM, 2010), sec. 4.1
+(free final time by a change of the time variable).
+
+**Running cost.** $\int_{t_0}^{t_1} L(t, y)\,dt$ as an extra state $q$ with $\dot q = L$
+(`RunningCost`), integrated by the same solver as the dynamics (Betts, sec. 4.2: the Bolza
+problem rewritten as a Mayer problem).
+
+**Shooting** (`shoot`). The horizon is cut into $K$ segments of $m$ steps each. Single shooting
+chains them (`lax.scan`: one compiled segment); multiple shooting starts segment $k$ from a node
+state $s_k$ (decision variables) and returns the defects $y_k(\tau = 1) - s_{k+1}$ as equality
+constraints (Bock & Plitt, "A multiple shooting algorithm for direct solution of optimal control
+problems", IFAC 1984); its segments run side by side (`vmap`). The states at the $K + 1$ segment
+edges are the nodes where path constraints are imposed.
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, PyTree
+
+from .._dynamic_object import AbstractDynamicObject
+from .._simulate import simulate
+from .._solvers import RK4
+from .._step_context import held_interval, step_interval
+
+
+class TimeScaled(AbstractDynamicObject):
+    r"""`model` integrated in the normalised time $\tau$: $t = t_0 + D\tau$,
+    $dy/d\tau = D\,f(t, y)$ (module docstring).
+
+    **Arguments:** `model` (a deterministic `AbstractDynamicObject`), `t0` [s] and `duration`
+    $D$ [s] (may be traced: decision variables). Run it with `simulate(TimeScaled(...), y0, 1.0,
+    dt=1.0 / m)`; its physical time at $\tau$ is `time(tau)`.
+
+    **Assumptions and limitations:** no diffusion (stochastic models are refused); a negative
+    `duration` integrates backwards in physical time without an error (bound it in the problem).
+    """
+
+    model: AbstractDynamicObject
+    t0: Array
+    duration: Array
+
+    def __init__(self, model: AbstractDynamicObject, t0, duration):
+        if not isinstance(model, AbstractDynamicObject):
+            raise ValueError(
+                f"TimeScaled: `model` must be an AbstractDynamicObject; got {type(model)}."
+            )
+        if model.noise_dim:
+            raise ValueError(
+                "TimeScaled: `model` must be deterministic (noise_dim 0); got noise_dim "
+                f"{model.noise_dim}."
+            )
+        self.model = model
+        self.t0 = jnp.asarray(t0, dtype=float)
+        self.duration = jnp.asarray(duration, dtype=float)
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    def time(self, tau):
+        """Physical time [s] at normalised time `tau`."""
+        return self.t0 + self.duration * tau
+
+    def init_state(self, *args, **kwargs):
+        return self.model.init_state(*args, **kwargs)
+
+    def drift(self, tau, y, args):
+        interval = held_interval()
+        t = self.time(tau)
+        if interval is None:
+            f = self.model.drift(t, y, args)
+        else:
+            with step_interval(self.time(interval[0]), self.time(interval[1])):
+                f = self.model.drift(t, y, args)
+        return jax.tree.map(lambda v: self.duration * v, f)
+
+    def step_map(self, tau, y):
+        return self.model.step_map(self.time(tau), y)
+
+    def outputs(self, tau, y, args):
+        return self.model.outputs(self.time(tau), y, args)
+
+    def energy_momentum(self, tau, y, args):
+        return self.model.energy_momentum(self.time(tau), y, args)
+
+    def derived(self, tau, y, args):
+        return self.model.derived(self.time(tau), y, args)
+
+    def output_units(self):
+        return self.model.output_units()
+
+    def state_units(self):
+        return self.model.state_units()
+
+    def element_dims(self):
+        return self.model.element_dims()
+
+    def breakpoints(self):
+        return tuple((b - self.t0) / self.duration for b in self.model.breakpoints())
+
+    def command_spec(self):
+        return self.model.command_spec()
+
+    @property
+    def reads_only_commands(self) -> bool:
+        return self.model.reads_only_commands
+
+
+class RunningCost(AbstractDynamicObject):
+    r"""`model` with the quadrature state $q$, $\dot q = L(t, y, \text{args})$ (module docstring).
+
+    **Arguments:** `model` (its state a dict, as a `Spacecraft`'s or a `System`'s), `integrand`
+    `L(t, y, args) -> ()` (y: the model's own state), `key` (the entry of $q$ in the state,
+    default `"running_cost"`; must not be a key of the model's state).
+
+    The state is the model's dict plus `key`; `init_state(...)` starts $q$ at 0. A control that
+    the integrand reads (e.g. the torque signal inside the model) should be read the way the
+    model reads it (the same signal object, evaluated at `t`), so that the cost integrates the
+    input the dynamics see.
+    """
+
+    model: AbstractDynamicObject
+    integrand: object
+    key: str
+
+    def __init__(self, model: AbstractDynamicObject, integrand, key: str = "running_cost"):
+        if not isinstance(model, AbstractDynamicObject):
+            raise ValueError(
+                f"RunningCost: `model` must be an AbstractDynamicObject; got {type(model)}."
+            )
+        if not callable(integrand):
+            raise ValueError(f"RunningCost: `integrand` must be callable; got {integrand!r}.")
+        self.model = model
+        self.integrand = integrand
+        self.key = str(key)
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    def _inner(self, y):
+        if not isinstance(y, dict) or self.key not in y:
+            raise ValueError(
+                f"RunningCost: the state must be a dict with the entry `{self.key}` (build it "
+                "with RunningCost.init_state)."
+            )
+        return {k: v for k, v in y.items() if k != self.key}
+
+    def init_state(self, *args, **kwargs):
+        y = self.model.init_state(*args, **kwargs)
+        if not isinstance(y, dict) or self.key in y:
+            raise ValueError(
+                f"RunningCost: the model's state must be a dict without the key `{self.key}`."
+            )
+        return {**y, self.key: jnp.zeros(())}
+
+    def drift(self, t, y, args):
+        inner = self._inner(y)
+        f = self.model.drift(t, inner, args)
+        return {**f, self.key: jnp.asarray(self.integrand(t, inner, args), dtype=float)}
+
+    def step_map(self, t, y):
+        inner, counts = self.model.step_map(t, self._inner(y))
+        return {**inner, self.key: y[self.key]}, counts
+
+    def outputs(self, t, y, args):
+        return self.model.outputs(t, self._inner(y), args)
+
+    def energy_momentum(self, t, y, args):
+        return self.model.energy_momentum(t, self._inner(y), args)
+
+    def derived(self, t, y, args):
+        return self.model.derived(t, self._inner(y), args)
+
+    def breakpoints(self):
+        return self.model.breakpoints()
+
+    def command_spec(self):
+        return self.model.command_spec()
+
+    @property
+    def reads_only_commands(self) -> bool:
+        return self.model.reads_only_commands
+
+
+class Shot(NamedTuple):
+    """What `shoot` returns.
+
+    - `ts`: physical times of the $K + 1$ nodes (segment edges) [s].
+    - `ys`: the states there (the model's state pytree, leading axis $K + 1$): node 0 is `y0`,
+      node $K$ the end of the last segment; for multiple shooting nodes 1..K-1 are the decision
+      variables `nodes` (equal to the segment ends once the defects vanish).
+    - `defects`: flat vector of $y_k(\\text{end}) - s_{k+1}$ (multiple shooting; empty for
+      single shooting): equality constraints.
+    """
+
+    ts: Array
+    ys: PyTree
+    defects: Array
+
+
+def _check_count(name, value):
+    if isinstance(value, bool) or int(value) != value or int(value) < 1:
+        raise ValueError(f"shoot: `{name}` must be a positive integer; got {value!r}.")
+    return int(value)
+
+
+def shoot(
+    model: AbstractDynamicObject,
+    y0: PyTree,
+    t1,
+    *,
+    t0=0.0,
+    num_segments: int = 1,
+    steps_per_segment: int,
+    nodes: PyTree | None = None,
+    args: PyTree = None,
+    solver=None,
+) -> Shot:
+    r"""Run `model` from `y0` over $[t_0, t_1]$ in `num_segments` segments of `steps_per_segment`
+    fixed steps each (module docstring), returning the states at the segment edges.
+
+    **Arguments:**
+
+    - `t0`, `t1`: the horizon [s]; may be traced (free initial and final time: each segment runs
+      `TimeScaled`, so the compiled program does not depend on them).
+    - `nodes`: None (single shooting) or the states at the starts of segments 1..K-1, a pytree
+      like `y0` with a leading axis of `num_segments - 1` (multiple shooting; decision variables).
+    - `args`: passed to the model's drift; `solver`: a fixed-step solver (default `jaxsim.RK4()`).
+
+    Returns a `Shot` (`ts`, `ys` with leading axis $K + 1$, `defects`).
+    """
+    K = _check_count("num_segments", num_segments)
+    m = _check_count("steps_per_segment", steps_per_segment)
+    solver = RK4() if solver is None else solver
+    t0 = jnp.asarray(t0, dtype=float)
+    h = (jnp.asarray(t1, dtype=float) - t0) / K
+    y0 = jax.tree.map(lambda v: jnp.asarray(v, dtype=float), y0)
+    edges = t0 + h * jnp.arange(K + 1)
+
+    def segment(k, y_start):
+        scaled = TimeScaled(model, t0 + h * k, h)
+        sol = simulate(
+            scaled, y_start, 1.0, dt=1.0 / m, solver=solver, args=args, outputs=False, throw=False
+        )
+        return jax.tree.map(lambda v: v[-1], sol.ys)
+
+    if nodes is None:
+
+        def body(y, k):
+            y_next = segment(k, y)
+            return y_next, y_next
+
+        _, ends = jax.lax.scan(body, y0, jnp.arange(K))
+        ys = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), y0, ends)
+        return Shot(edges, ys, jnp.zeros((0,)))
+
+    want = jax.tree.structure(y0)
+    if jax.tree.structure(nodes) != want:
+        raise ValueError(
+            "shoot: `nodes` must have the structure of `y0` (one stacked state per interior "
+            f"node); got {jax.tree.structure(nodes)}, expected {want}."
+        )
+    for v, n in zip(jax.tree.leaves(y0), jax.tree.leaves(nodes), strict=True):
+        if jnp.shape(n) != (K - 1,) + jnp.shape(v):
+            raise ValueError(
+                f"shoot: every leaf of `nodes` must have shape (num_segments - 1,) + its y0 shape "
+                f"= {(K - 1,) + jnp.shape(v)}; got {jnp.shape(n)}."
+            )
+    starts = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), y0, nodes)
+    ends = jax.vmap(segment)(jnp.arange(K), starts)
+    defects = jax.tree.map(lambda e, s: (e[:-1] - s).ravel(), ends, nodes)
+    defects = jnp.concatenate([jnp.zeros((0,))] + jax.tree.leaves(defects))
+    last = jax.tree.map(lambda e: e[-1:], ends)
+    ys = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), starts, last)
+    return Shot(edges, ys, defects)
+
+
+def interior_nodes(shot: Shot) -> PyTree:
+    """The states at nodes 1..K-1 of a (single-shooting) `Shot`: an initial guess of `nodes` for
+    multiple shooting."""
+    return jax.tree.map(lambda v: v[1:-1], shot.ys)
+
+
+def linkage(y_end: PyTree, y_start: PyTree, jump=None) -> Array:
+    r"""Phase linkage constraint $\phi(y_a(t_{end})) - y_b(t_{start})$ as a flat vector (= 0):
+    state continuity between two phases (`jump` None) or a jump $\phi$ (e.g. an impulsive
+    $\Delta v$, a mass drop at staging) given as `jump(y_end) -> y`."""
+    y = y_end if jump is None else jump(y_end)
+    diff = jax.tree.map(lambda a, b: jnp.ravel(jnp.asarray(a) - jnp.asarray(b)), y, y_start)
+    return jnp.concatenate([jnp.zeros((0,))] + jax.tree.leaves(diff))
