@@ -26,6 +26,7 @@ from . import (  # plotting/results import matplotlib/xarray only when used
     dynamic_object as dynamic_object,
     kinematics as kinematics,
     montecarlo as montecarlo,
+    optimize as optimize,
     plotting as plotting,
     results as results,
     signals as signals,
