@@ -12,7 +12,7 @@ distinct `name`s; N units of one type live in one vectorized effector.
 
 import abc
 import inspect
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -63,6 +63,9 @@ class AbstractEffector(eqx.Module):
     # (e.g. "wheel"), shared by all its entries in `jaxsim.results.to_xarray`; None: the
     # effector's `name`.
     ELEMENT_DIM = None
+    # A Python int in an effector's non-static field is a parameter given without a decimal point:
+    # traced as float64 (`jaxsim.AbstractDynamicObject.ints_are_parameters`).
+    ints_are_parameters: ClassVar[bool] = True
 
     def element_dim(self) -> str:
         """The dimension of this effector's units in result datasets: `ELEMENT_DIM` or `name`."""

@@ -1,5 +1,7 @@
 r"""The rigid hub of a spacecraft: mass, inertia about its own CoM, and CoM offset from point B."""
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import ArrayLike, Float
@@ -26,6 +28,7 @@ class Hub(eqx.Module):
     Mass properties about $B$: $[I_{hub,B}] = [I_{hub,B_c}] + m_{hub}[\tilde r_{B_c/B}][\tilde r_{B_c/B}]^T$.
     """
 
+    ints_are_parameters: ClassVar[bool] = True  # `mass=750` is traced as 750.0
     mass: jnp.ndarray
     IHubPntBc_B: jnp.ndarray
     r_BcB_B: jnp.ndarray

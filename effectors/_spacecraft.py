@@ -15,6 +15,7 @@ $|\sigma| > 1$ (counted as `mrp_switches`), as Basilisk's `postIntegration`.
 """
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -176,6 +177,8 @@ class Spacecraft(AbstractDynamicObject):
     the run fails (`nonfinite_state`, never `ok=True`) and its gradient is NaN.
     """
 
+    # Python ints anywhere in a spacecraft (hub, gravity bodies, ...) are parameters: float64.
+    ints_are_parameters: ClassVar[bool] = True
     hub: Hub
     state_effectors: tuple
     dynamic_effectors: tuple

@@ -4,10 +4,10 @@ Importing this package enables float64 (`jax_enable_x64`): the dynamics are vali
 Basilisk to round-off, which float32 cannot reach. To use float32 anyway, set
 `jax.config.update("jax_enable_x64", False)` after importing jaxsim (tolerances then do not hold).
 
-Importing it also sets up jaxsim's cache folder in the user's cache directory (JAX's persistent
-compilation cache and compiled simulation programs, so that a restart does not compile again:
-`jaxsim.cache_dir()`, guide "Events, clocks and discontinuities"). `JAXSIM_CACHE=0` turns it off,
-`JAXSIM_CACHE_DIR` moves it, `jaxsim.disable_cache()` turns it off in a running process.
+It changes no other JAX setting. JAX's persistent compilation cache, with which a restart loads
+jaxsim's compiled programs instead of compiling them again, is opt-in: `jaxsim.enable_cache()`, or
+the environment variable `JAXSIM_CACHE=1` (or a folder path) set before importing jaxsim
+(`jaxsim.enable_cache` documents both).
 """
 
 import jax
@@ -18,7 +18,7 @@ jax.config.update("jax_enable_x64", True)
 from . import _cache
 
 
-_cache.configure()  # the cache folder (`jaxsim._cache`); JAXSIM_CACHE=0 turns it off
+_cache.from_environment()  # opt-in: only when JAXSIM_CACHE asks for it
 
 from . import (  # plotting/results import matplotlib/xarray only when used
     animation as animation,
@@ -32,7 +32,11 @@ from . import (  # plotting/results import matplotlib/xarray only when used
     signals as signals,
     validation as validation,
 )
-from ._cache import cache_dir as cache_dir, disable_cache as disable_cache
+from ._cache import (
+    cache_dir as cache_dir,
+    disable_cache as disable_cache,
+    enable_cache as enable_cache,
+)
 from ._clocks import (
     AbstractClock as AbstractClock,
     AbstractDiscreteModel as AbstractDiscreteModel,
@@ -40,7 +44,11 @@ from ._clocks import (
     DiscreteModel as DiscreteModel,
     Schedule as Schedule,
 )
-from ._compile import compiler_options as compiler_options, jit as jit
+from ._compile import (
+    RecompileWarning as RecompileWarning,
+    compiler_options as compiler_options,
+    jit as jit,
+)
 from ._dynamic_object import (
     AbstractDynamicObject as AbstractDynamicObject,
     ArrayCommand as ArrayCommand,

@@ -58,7 +58,6 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _program_cache
 from ._compile import jit as jaxsim_jit
 from ._results import RESULTS
 
@@ -460,6 +459,3 @@ def run(
 
 
 _MAX_STEPS_MESSAGE = RESULTS[RESULTS.max_steps_reached]
-# No host callbacks in its top-level program (errors are checked on the host; progress reports are
-# module-level functions): held in the process like `_run_adaptive` (`jaxsim._program_cache`).
-_program_cache.IN_PROCESS.add(run.__wrapped__)

@@ -1,115 +1,162 @@
-"""jaxsim's cache folder: JAX's persistent compilation cache and jaxsim's compiled programs.
+"""JAX's persistent compilation cache for jaxsim's programs, opt-in.
 
-A fresh process pays for compiling every program again; with the cache a restart loads them
-from disk instead. Importing jaxsim sets it up (`configure`):
+A fresh process compiles every program again. JAX's persistent compilation cache keeps compiled
+programs on disk, so that a restart loads them instead; jaxsim does not turn it on by itself
+(`import jaxsim` changes no JAX setting but `jax_enable_x64`). Turn it on with
 
-- the folder is `$JAXSIM_CACHE_DIR`, else the user's cache directory (`$XDG_CACHE_HOME/jaxsim`
-  or `~/.cache/jaxsim` on Linux, `~/Library/Caches/jaxsim` on macOS, `%LOCALAPPDATA%/jaxsim` on
-  Windows), one subfolder per JAX version (`jax-0.10.2/`);
-- `xla/` is JAX's persistent compilation cache (`jax_compilation_cache_dir`), with every entry
-  cached (`jax_persistent_cache_min_compile_time_secs=0`: building a model runs about a hundred
-  small eager operations, each compiled in well under JAX's default threshold of 1 s). It is set
-  only when the user has not chosen a JAX cache folder (`JAX_COMPILATION_CACHE_DIR` or
-  `jax.config.update("jax_compilation_cache_dir", ...)` before importing jaxsim), and then for
-  every JAX program of the process, not only jaxsim's;
-- `programs/` holds jaxsim's compiled simulation programs (`jaxsim._program_cache`): a restart
-  skips tracing, lowering and compiling them.
+- `jaxsim.enable_cache()` (or `jaxsim.enable_cache(path)`), or
+- the environment variable `JAXSIM_CACHE`, read when jaxsim is imported: `1` (also `true`,
+  `yes`, `on`) for the default folder, or a folder path; unset, empty or `0` (`false`, `no`,
+  `off`) leaves the cache off.
 
-Opt out with the environment variable `JAXSIM_CACHE=0` (before importing jaxsim) or
-`jaxsim.disable_cache()` (before the first compile). A folder that cannot be written turns the
-cache off. The folder can be deleted at any time; `programs/` keeps the most recently written
-`MAX_PROGRAMS` files (`jaxsim._program_cache`), JAX prunes nothing in `xla/`.
+The default folder is the user's cache directory (`$XDG_CACHE_HOME/jaxsim` or `~/.cache/jaxsim`
+on Linux, `~/Library/Caches/jaxsim` on macOS, `%LOCALAPPDATA%/jaxsim` on Windows), one subfolder
+per JAX version (`jax-0.10.2/`). A JAX cache folder the user chose before (`JAX_COMPILATION_CACHE_DIR`
+or `jax.config.update("jax_compilation_cache_dir", ...)`) is kept when no path is given.
+
+Turning it on sets `jax_compilation_cache_dir` for the process (that is where JAX keeps its
+cache: the user's other programs may be stored there too, under JAX's own rules). It never
+changes JAX's thresholds: JAX stores a program only if it compiled in at least
+`jax_persistent_cache_min_compile_time_secs` (default 1 s). jaxsim's top-level simulation
+programs (`simulate`, `run_batch`, functions wrapped by `jaxsim.jit`) are stored whatever their
+compile time: their compiles run with the threshold at 0 for the calling thread only (JAX's
+thread-local setting), so no other program of the process is affected. The small eager
+operations of a model's construction stay under JAX's default rule (most are not stored).
+
+A top-level `simulate` checks `throw=True` on the host after the run (`jaxsim._host_checks`):
+its program then has no host callbacks, which JAX's cache refuses. `progress=True` adds host
+callbacks (the reports): such a program is compiled in every process.
 """
 
+import contextlib
 import os
 import sys
-import time
+import warnings
 from pathlib import Path
 
 import jax
 
 
-# When jaxsim was imported [ns since the epoch]: source files written later may differ from the
-# code this process runs (`jaxsim._program_cache` then stores nothing keyed by them).
-IMPORTED_AT_NS = time.time_ns()
-_OFF = ("0", "false", "no", "off")
-# JAX's default of `jax_persistent_cache_min_compile_time_secs` [s]; jaxsim lowers it to 0 only
-# when the user left it there.
-_JAX_DEFAULT_MIN_COMPILE_TIME_S = 1.0
+_ON = ("1", "true", "yes", "on")
+_OFF = ("", "0", "false", "no", "off")
 
-# What `configure` decided: the jaxsim folder (None: off) and whether jaxsim set JAX's cache folder.
+# The folder `enable_cache` turned on (None: off), and whether it set JAX's cache folder itself.
 _state = {"dir": None, "set_xla": False}
 
 
 def default_dir() -> Path:
-    """The cache folder used when `JAXSIM_CACHE_DIR` is not set (the user's cache directory)."""
+    """The default folder: jaxsim's subfolder of the user's cache directory, per JAX version."""
     if sys.platform == "darwin":
         base = Path.home() / "Library" / "Caches"
     elif os.name == "nt":
         base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "jaxsim"
+    return base / "jaxsim" / f"jax-{jax.__version__}"
 
 
-def configure() -> Path | None:
-    """Set up the cache at import (module docstring); returns the folder in use or None (off)."""
-    if os.environ.get("JAXSIM_CACHE", "1").strip().lower() in _OFF:
-        _state.update(dir=None, set_xla=False)
-        return None
-    root = Path(os.environ.get("JAXSIM_CACHE_DIR") or default_dir())
-    folder = root / f"jax-{jax.__version__}"
-    try:  # a read-only home (e.g. some compute nodes): no cache, and no warning per compile
+def _reset_jax_cache() -> None:
+    # JAX opens its cache at the first compile of a process: a changed folder takes effect after
+    # a reset (public API of `jax.experimental.compilation_cache`).
+    from jax.experimental.compilation_cache import compilation_cache
+
+    compilation_cache.reset_cache()
+
+
+def enable_cache(path: str | os.PathLike | None = None) -> Path:
+    """Turn on JAX's persistent compilation cache for this process; returns its folder.
+
+    **Arguments:**
+
+    - `path`: the folder. None: the JAX cache folder already chosen by the user
+      (`jax_compilation_cache_dir`), else jaxsim's default folder (module docstring of
+      `jaxsim._cache`: `~/.cache/jaxsim/jax-<version>` on Linux).
+
+    A restart then loads jaxsim's simulation programs from disk instead of compiling them (the
+    first call of the demo model in a second process: `benchmarks/results/restart.md`). JAX's
+    compile-time threshold is left as it is for every other program of the process; jaxsim's own
+    top-level programs are stored whatever their compile time. The environment variable
+    `JAXSIM_CACHE=1` (or a folder path), set before importing jaxsim, does the same at import.
+    `jaxsim.disable_cache()` turns it off again.
+
+    Raises `OSError` naming the folder when it cannot be created or written.
+    """
+    current = jax.config.jax_compilation_cache_dir
+    if path is None and current and not _state["set_xla"]:
+        folder = Path(current)
+    else:
+        folder = Path(path) if path is not None else default_dir()
+    folder = folder.expanduser()
+    try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        writable = os.access(folder, os.W_OK)
-    except OSError:
-        writable = False
-    if not writable:
-        _state.update(dir=None, set_xla=False)
-        return None
-    _state.update(dir=folder, set_xla=False)
-    if not jax.config.jax_compilation_cache_dir:
-        jax.config.update("jax_compilation_cache_dir", str(folder / "xla"))
-        if jax.config.jax_persistent_cache_min_compile_time_secs == _JAX_DEFAULT_MIN_COMPILE_TIME_S:
-            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    except OSError as err:
+        raise OSError(
+            f"jaxsim.enable_cache: cannot create the cache folder {folder}: {err}"
+        ) from err
+    if not os.access(folder, os.W_OK):
+        raise OSError(f"jaxsim.enable_cache: the cache folder {folder} is not writable.")
+    if current != str(folder):
+        jax.config.update("jax_compilation_cache_dir", str(folder))
+        _reset_jax_cache()
         _state["set_xla"] = True
+    _state["dir"] = folder
     return folder
 
 
-def cache_dir() -> Path | None:
-    """The folder of jaxsim's cache in this process, or None when it is off.
-
-    Compiled simulation programs go to its `programs/` subfolder; JAX's persistent compilation
-    cache to `xla/` unless the user chose another JAX cache folder (`jax_compilation_cache_dir`).
-    Set `JAXSIM_CACHE_DIR` to move it, `JAXSIM_CACHE=0` (or call `jaxsim.disable_cache()`) to turn
-    it off.
-    """
-    return _state["dir"]
-
-
 def disable_cache() -> None:
-    """Turn jaxsim's cache off for the rest of the process (the environment variable
-    `JAXSIM_CACHE=0` does the same from the start).
+    """Turn off what `jaxsim.enable_cache()` (or `JAXSIM_CACHE`) turned on.
 
-    Compiled programs are no longer read from or written to the cache folder; if jaxsim set JAX's
-    persistent compilation cache folder, it is unset. Call it before the first compile: JAX opens
-    its cache at the first compile of the process.
+    jaxsim's programs are no longer stored with the threshold at 0; JAX's cache folder is unset if
+    jaxsim set it (a folder the user chose stays). Files already written stay on disk.
     """
     if _state["set_xla"]:
         jax.config.update("jax_compilation_cache_dir", None)
-        jax.config.update(
-            "jax_persistent_cache_min_compile_time_secs", _JAX_DEFAULT_MIN_COMPILE_TIME_S
-        )
-        from jax.experimental.compilation_cache import compilation_cache
-
-        compilation_cache.reset_cache()
+        _reset_jax_cache()
     _state.update(dir=None, set_xla=False)
-    from . import _program_cache
-
-    _program_cache.clear_memory()
 
 
-def program_dir() -> Path | None:
-    """Where compiled simulation programs are stored (None: the cache is off)."""
-    folder = _state["dir"]
-    return None if folder is None else folder / "programs"
+def cache_dir() -> Path | None:
+    """The folder of the persistent cache jaxsim turned on (`jaxsim.enable_cache`), or None."""
+    return _state["dir"]
+
+
+def from_environment() -> Path | None:
+    """Turn the cache on at import when `JAXSIM_CACHE` asks for it (module docstring).
+
+    A folder that cannot be used warns (`RuntimeWarning`) and leaves the cache off: importing
+    jaxsim does not fail for it.
+    """
+    value = os.environ.get("JAXSIM_CACHE", "").strip()
+    if value.lower() in _OFF:
+        return None
+    try:
+        return enable_cache(None if value.lower() in _ON else value)
+    except OSError as err:
+        warnings.warn(f"{err} (JAXSIM_CACHE={value!r}); the cache stays off.", RuntimeWarning, 2)
+        return None
+
+
+@contextlib.contextmanager
+def for_jaxsim_programs():
+    """Within: programs compiled by this thread are stored whatever their compile time, when
+    jaxsim's cache is on (`enable_cache`); otherwise nothing changes.
+
+    Uses JAX's thread-local override of `jax_persistent_cache_min_compile_time_secs` (the
+    setting's own context manager); without it (another JAX), JAX's threshold applies.
+    """
+    setting = _min_compile_time_setting() if _state["dir"] is not None else None
+    if setting is None:
+        yield
+        return
+    with setting(0.0):
+        yield
+
+
+def _min_compile_time_setting():
+    try:
+        from jax._src import config as jax_config
+
+        setting = jax_config.persistent_cache_min_compile_time_secs
+    except (ImportError, AttributeError):
+        return None
+    return setting if callable(setting) else None

@@ -14,9 +14,11 @@ What the checks also normalize (documented in `simulate`):
   (non-static) fields and in `args`, and lists of numbers in `args`, become arrays, so that `jit`
   traces them instead of treating them as compile-time constants: a sweep over a parameter set
   with `eqx.tree_at(..., 3.0)` then compiles once. Static fields (`eqx.field(static=True)`:
-  names, counts, flags), bools, Python ints in `args` and in a user's own modules (which may
-  encode structure) are left as they are; ints in jaxsim's and the effectors' modules (where a
-  non-static field is always a parameter) become float64 arrays.
+  names, counts, flags), bools and Python ints in `args` are left as they are; a Python int in a
+  model's field becomes a float64 array where the class holding it, or the nearest enclosing
+  object that declares it, sets `ints_are_parameters = True` (the effectors library's classes
+  and jaxsim's signals: a non-static field there is always a parameter), and stays as it is
+  otherwise (a user's own module, where an int may encode structure).
 """
 
 from collections.abc import Mapping
@@ -57,14 +59,11 @@ def _float_leaf_to_array(x):
     return x
 
 
-def _builtin(obj) -> bool:
-    # jaxsim's and the effectors library's modules: no non-static int field of theirs is a shape.
-    return type(obj).__module__.split(".")[0] in ("jaxsim", "effectors")
-
-
-def _parent(root, path):
-    # The object holding the leaf at `path` (None where a key kind is not followed).
-    obj = root
+def _ints_are_parameters(root, path) -> bool:
+    """Whether a Python int at `path` of `root` is a parameter (made a float64 array): the nearest
+    object holding it (its own holder first, then outwards to `root`) whose class declares
+    `ints_are_parameters` (`AbstractDynamicObject.ints_are_parameters`) decides; none: kept."""
+    holders, obj = [root], root
     for k in path[:-1]:
         if isinstance(k, jtu.GetAttrKey):
             obj = getattr(obj, k.name)
@@ -73,8 +72,13 @@ def _parent(root, path):
         elif isinstance(k, jtu.SequenceKey):
             obj = obj[k.idx]
         else:
-            return None
-    return obj
+            break
+        holders.append(obj)
+    for holder in reversed(holders):
+        flag = getattr(type(holder), "ints_are_parameters", None)
+        if flag is not None:
+            return bool(flag)
+    return False
 
 
 # The last model found to hold no Python numbers: `simulate` converts its model, then its jitted
@@ -86,10 +90,10 @@ def model_as_traced(model):
     """`model` with its Python number leaves (non-static fields only) as arrays.
 
     Floats (and complex numbers) anywhere become float64 (complex128) arrays. Python ints become
-    float64 arrays in the fields of jaxsim's and the effectors library's modules (none of their
-    non-static fields holds an int: an int there is a parameter given as, e.g., `500` instead of
-    `500.0`); in a user's module an int stays static (it may be a shape). Bools stay. Unchanged
-    (the same object) when there is nothing to convert.
+    float64 arrays where their holder declares `ints_are_parameters` (`_ints_are_parameters`: an
+    int there is a parameter given as, e.g., `500` instead of `500.0`); elsewhere an int stays
+    static (it may be a shape). Bools stay. Unchanged (the same object) when there is nothing to
+    convert.
     """
     if model is _LAST_CLEAN[0]:
         return model
@@ -102,7 +106,7 @@ def model_as_traced(model):
         with_path = jtu.tree_leaves_with_path(model)
         leaves = [
             jnp.asarray(x, dtype=float)
-            if isinstance(x, int) and not isinstance(x, bool) and _builtin(_parent(model, path))
+            if isinstance(x, int) and not isinstance(x, bool) and _ints_are_parameters(model, path)
             else x
             for path, x in with_path
         ]

@@ -18,17 +18,42 @@ The options apply to top-level calls of `simulate`, `run_batch` and the function
 user's `jax.jit`/`vmap`/`grad`, the outermost transformation decides how everything is compiled. Set the environment variable
 `JAXSIM_XLA_DEFAULTS=1` (before the first compile) to use XLA's defaults. An option the installed
 jaxlib no longer knows (each is checked once, on a trivial program) is left out with a warning.
+
+**Compiles.** A top-level call compiles once per shape of its array arguments and per value of
+its other arguments, which are constants of the program (Python numbers, strings, functions,
+static fields: `equinox.filter_jit`'s rule). Python floats in models' fields are made arrays
+first (`_models_as_traced`), and `simulate` passes tolerances as arrays, so sweeps over them
+compile once. A shape compiled again because such a constant changed (a float in `args`, a
+lambda built again for an event) warns at its `WARN_AT_COMPILE`-th compile (`RecompileWarning`).
+Each jitted function holds at most `MAX_PROGRAMS` compiled programs: one more drops them all
+(memory stays bounded over any number of recompiles; `jax.clear_caches()` drops them too).
+With `jaxsim.enable_cache()` the top-level calls run with JAX's persistent-cache threshold at 0
+for the calling thread (`jaxsim._cache.for_jaxsim_programs`).
 """
 
+import collections
+import dataclasses
 import functools
+import inspect
 import os
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
 import jax
+import numpy as np
 
+from . import _cache
+
+
+# Programs held per jitted function; one more compile drops them all (JAX's cache of that function;
+# `jax.clear_caches()` drops every one). The demo model's program holds about 17 MiB.
+MAX_PROGRAMS = 32
+# The compile of one shape that warns (`RecompileWarning`), and the shapes remembered per function.
+WARN_AT_COMPILE = 3
+_MAX_SHAPES = 64
 
 CPU_COMPILER_OPTIONS = {
     "xla_cpu_use_fusion_emitters": False,
@@ -81,6 +106,7 @@ class _Jit:
         functools.update_wrapper(self, fun)
         self._default = eqx.filter_jit(fun)
         self._tuned = None  # made at the first tuned call (the options are checked then)
+        self._recompiles = _Recompiles(fun)
 
     def _pick(self):
         # Compile options are only allowed on the outermost jit: inside any trace (a user's jit,
@@ -95,15 +121,26 @@ class _Jit:
 
     def __call__(self, *args, **kwargs):
         args, kwargs = _models_as_traced((args, kwargs))
-        if _at_top_level():
-            # A top-level call may run a compiled program from jaxsim's cache folder (a restart
-            # then skips tracing, lowering and compiling: `jaxsim._program_cache`).
-            from . import _program_cache
+        if not _at_top_level():
+            return self._default(*args, **kwargs)
+        jitted = self._pick()
+        # equinox's `jax.jit` of this function: its cache size tells whether this call compiled.
+        cached = getattr(jitted, "_cached", None)
+        size = getattr(cached, "_cache_size", None)
+        before = size() if size is not None else None
+        try:
+            with _cache.for_jaxsim_programs():
+                return jitted(*args, **kwargs)
+        finally:
+            if before is not None and size() > before:
+                self._compiled(cached, args, kwargs)
 
-            out = _program_cache.call(self.__wrapped__, compiler_options(), args, kwargs)
-            if out is not _program_cache.UNCACHED:
-                return out
-        return self._pick()(*args, **kwargs)
+    def _compiled(self, cached, args, kwargs):
+        # A compile happened: bound the programs held, and warn on repeated recompiles of one
+        # shape (`_Recompiles`).
+        if cached._cache_size() > MAX_PROGRAMS:
+            cached.clear_cache()
+        self._recompiles.seen(args, kwargs)
 
     def lower(self, *args, **kwargs):
         """As `jax.jit(...).lower`; its `.compile()` uses the same options as a call."""
@@ -114,6 +151,129 @@ class _Jit:
         if instance is None:
             return self
         return functools.partial(self, instance)
+
+
+class RecompileWarning(UserWarning):
+    """jaxsim compiled a program again for arguments of the same shapes because a compile-time
+    constant changed: a Python number, string or function given to `simulate` (in `args`, an
+    event, a clock's update, a signal, ...). Each new value, and each new function object (a
+    lambda built again, a closure over another number), compiles a new program. Pass numbers as
+    arrays (`jnp.asarray(k)`, traced: one program for every value) and build functions once.
+    Raised at the `WARN_AT_COMPILE`-th such compile of one shape, once per shape."""
+
+
+class _Recompiles:
+    """Compiles of one jitted function by the shapes of its arguments (array shapes and dtypes,
+    pytree node types, the types of the other leaves); warns (`RecompileWarning`) when a shape is
+    compiled again because its non-array leaves (compile-time constants) changed. Changes in the
+    pytrees' static fields alone (jaxsim's own settings: step size, solver options) are not
+    counted: they are documented compile-time options."""
+
+    def __init__(self, fun):
+        self.name = getattr(fun, "__name__", "program")
+        try:
+            self.signature = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self.signature = None
+        self.shapes: collections.OrderedDict = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def _named(self, args, kwargs) -> dict:
+        if self.signature is not None:
+            try:
+                return dict(self.signature.bind(*args, **kwargs).arguments)
+            except TypeError:
+                pass
+        return {"args": args, "kwargs": kwargs}
+
+    def seen(self, args, kwargs) -> None:
+        named = self._named(args, kwargs)
+        leaves, treedef = jax.tree_util.tree_flatten_with_path(named)
+        arrays, statics = [], []
+        for path, x in leaves:
+            if eqx.is_array(x):
+                arrays.append((tuple(np.shape(x)), str(x.dtype)))
+            elif not callable(x):
+                head = getattr(path[0], "key", path[0])
+                statics.append((f"{head}{jax.tree_util.keystr(path[1:])}", x))
+        functions = []
+        _functions(named, "", functions, 0)  # in leaves and in static fields
+        statics += functions
+        try:
+            kinds = tuple((p, type(x)) for p, x in statics)
+            key = (_structure(treedef), tuple(arrays), kinds)
+            hash(key)
+        except TypeError:
+            return
+        with self.lock:
+            count, last, warned = self.shapes.pop(key, (0, None, False))
+            changed = []
+            if last is not None:
+                changed = [p for (p, x), y in zip(statics, last, strict=True) if not _same(x, y)]
+            if last is None or changed:
+                count += 1
+            warn = bool(changed) and count >= WARN_AT_COMPILE and not warned
+            self.shapes[key] = (count, [x for _, x in statics], warned or warn)
+            if len(self.shapes) > _MAX_SHAPES:
+                self.shapes.popitem(last=False)
+        if warn:
+            causes = ", ".join(_describe(p, x) for p, x in statics if p in changed)
+            warnings.warn(
+                f"jaxsim: {self.name} compiled {count} programs for arguments of the same shapes: "
+                f"compile-time constants changed ({causes}). Python numbers, strings and "
+                "functions given to simulate (in events, clocks, signals, a model's fields) are "
+                "constants of the compiled program: each new value, or new function object (a "
+                "lambda built again, a closure over another number), compiles again. Pass numbers "
+                "as arrays (e.g. through `args`) and build functions once.",
+                RecompileWarning,
+                stacklevel=4,
+            )
+
+
+def _functions(x, path, out, depth) -> None:
+    # The functions in `x` (pytree leaves and equinox modules' static fields), with their paths.
+    if depth > 32:
+        return
+    if isinstance(x, eqx.Module):
+        for f in dataclasses.fields(x):
+            _functions(getattr(x, f.name, None), f"{path}.{f.name}", out, depth + 1)
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            _functions(v, f"{path}[{k!r}]" if path else str(k), out, depth + 1)
+    elif isinstance(x, list | tuple):
+        for k, v in enumerate(x):
+            _functions(v, f"{path}[{k}]", out, depth + 1)
+    elif callable(x) and not isinstance(x, type) and not eqx.is_array(x):
+        out.append((path, x))
+
+
+def _structure(treedef):
+    # The pytree's node types without their static data (None for a leaf).
+    data = treedef.node_data()
+    if data is None:
+        return None
+    return (data[0], tuple(_structure(c) for c in treedef.children()))
+
+
+def _same(x, y) -> bool:
+    if x is y:
+        return True
+    if type(x) is not type(y):
+        return False
+    try:
+        return bool(x == y)
+    except Exception:  # noqa: BLE001 - no comparable value: a new object
+        return False
+
+
+def _describe(path, x) -> str:
+    if callable(x):
+        what = "a function: a new object"
+    elif isinstance(x, bool | int | float | complex):
+        what = f"a Python {type(x).__name__}: {x!r}"
+    else:
+        what = f"a {type(x).__name__}"
+    return f"`{path.lstrip('.')}`, {what}"
 
 
 def _models_as_traced(tree):

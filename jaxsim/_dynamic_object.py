@@ -18,7 +18,7 @@ Everything is pure: no state is mutated, so `jit`, `vmap`, `grad` compose with i
 
 import abc
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
 import jax
@@ -36,6 +36,15 @@ class AbstractDynamicObject(eqx.Module):
     """
 
     name: eqx.AbstractVar[str]
+
+    ints_are_parameters: ClassVar[bool] = False
+    """How `simulate` converts a Python int in this model's non-static fields (and in objects it
+    holds that do not declare this flag themselves). `True`: the int is a physical parameter given
+    without a decimal point (`mass=500`) and becomes a float64 array, traced like a float. `False`
+    (the default, for your own models): it stays a compile-time constant, since it may be a count
+    or a shape. Floats always become arrays. The effectors library's classes set `True`; a class
+    of yours derived from one of them that keeps a count in a non-static field sets `False` (or
+    marks the field `eqx.field(static=True)`)."""
 
     @abc.abstractmethod
     def init_state(self, *args, **kwargs) -> Any:

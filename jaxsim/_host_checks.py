@@ -1,10 +1,9 @@
 """`throw=True` checked on the host after a top-level run, instead of inside the compiled program.
 
 Inside a program, a run-time check (`equinox.error_if`, diffrax's `throw=True`) is a host
-callback, and JAX neither writes programs with host callbacks to its persistent compilation cache
-nor can they be serialized (`jaxsim._program_cache`): every process would trace and compile the
-simulation again. So when `simulate` is called at the top level (concrete inputs, no trace
-active), the drivers run without in-program checks (`throw=False`) and `raise_if_failed` raises
+callback, and JAX does not write programs with host callbacks to its persistent compilation cache
+(`jaxsim.enable_cache()`): every process would compile the simulation again. So when `simulate`
+is called at the top level (concrete inputs, no trace active), the drivers run without in-program checks (`throw=False`) and `raise_if_failed` raises
 after the run, from the returned result code, the error the in-program check raises: the same
 class (`equinox.EquinoxRuntimeError`) and message. Under a user's `jit`/`vmap`/`grad` the checks
 stay in the program (the result is a tracer there). A failed run raises either way; never a

@@ -5,18 +5,12 @@
 `jax.debug.callback`, at points that cost little per step: after each sample interval and each
 checkpoint block of the fixed-grid stepper, after each segment of the hybrid segment loop, and
 through diffrax's progress meter on the plain diffrax paths (every accepted step there). Each
-report carries a token, an array argument of the program, naming the host target of this call
-(0: none). A top-level `simulate` whose program jaxsim's program cache can store (models,
-solvers and clocks of jaxsim's and the effectors library's classes, the cache on) builds it with
-these reports, each behind a `lax.cond` on the token, so that `progress=False` and `progress=True`
-run one compiled program (no compile when switching: `tests/test_progress.py`); the price is an
-untaken branch per interval, block or adaptive step, and JAX's slower dispatch path for programs
-with host callbacks (measured in the commit that made it). jaxsim's program cache stores such
-programs and connects the reports again when it loads them (`jaxsim._program_cache`). Elsewhere
-`progress=False` adds no reports: a model or clock class of the user's, or jaxsim's cache off
-(`JAXSIM_CACHE=0`), where JAX's persistent cache, which refuses programs with host callbacks, keeps
-the program for the next process (switching progress on then compiles once more); and inside a
-user's `jit`/`vmap`/`grad` (the outer transformation is compiled per `progress` value anyway).
+report carries a token, an array argument of the program, naming the host target of this call.
+`progress=False` (the default) adds no reports: the program has no host callbacks, so JAX's
+persistent cache (`jaxsim.enable_cache()`) can keep it. Switching progress on compiles once more;
+every later call with progress on (`True` or any callable) runs that program, since the host
+target travels as the token. Inside a user's `jit`/`vmap`/`grad` the token is a constant of the
+outer program (that program is compiled per call of `simulate` with progress on anyway).
 
 **Display.** `progress=True` draws a `tqdm.auto` bar (a Jupyter widget where ipywidgets is
 installed, text on stderr elsewhere; tqdm is the `progress` extra, and `progress=True` without it
@@ -216,29 +210,16 @@ def host_fraction(token, p):
         target.time(target.t0 + frac * (target.t1 - target.t0))
 
 
-# The host functions a stored program may call back (`jaxsim._program_cache` rebuilds these).
-HOST_FUNCTIONS = {f.__name__: f for f in (host_time, host_fraction)}
-
-
-def _report(host, token, gated, value):
-    if gated:
-        jax.lax.cond(token != 0, lambda: jax.debug.callback(host, token, value), lambda: None)
-    else:
-        jax.debug.callback(host, token, value)
-
-
 class Reporter(eqx.Module):
     """What a driver calls inside the compiled run: `reporter(t)` reports time `t` [s] to the host.
 
-    `token` (an int64 array, an argument of the program) names the host target of this call, 0
-    for none; with `gated` (top-level calls) each report is behind a `lax.cond` on it.
+    `token` (an int64 array, an argument of the program) names the host target of this call.
     """
 
     token: np.ndarray
-    gated: bool = eqx.field(static=True)
 
     def __call__(self, t):
-        _report(host_time, self.token, self.gated, t)
+        jax.debug.callback(host_time, self.token, t)
 
     def meter(self) -> dfx.AbstractProgressMeter:
         """A diffrax progress meter for a plain `diffeqsolve` over the run's horizon."""
@@ -255,29 +236,17 @@ class _DiffraxMeter(dfx.AbstractProgressMeter):
         return None
 
     def step(self, state, progress):
-        _report(host_fraction, self.reporter.token, self.reporter.gated, progress)
+        jax.debug.callback(host_fraction, self.reporter.token, progress)
         return state
 
     def close(self, state):
         pass
 
 
-def reporter(progress, t0, t1, parts=()) -> Reporter | None:
-    """The `Reporter` of one call of `simulate` (`progress` checked by `check_progress`).
-
-    At top level (no trace active) a gated reporter, with a fresh token when `progress` is on (a
-    `progress=True` display opens here, with its "compiling" status) and 0 when off: the program
-    is the same. Off, it is left out (None) where jaxsim's program cache cannot store the program
-    (its cache off, or `parts`, the model, solver, arguments, clocks and events of the call, with
-    a class or function of the user's: JAX's persistent cache, which refuses programs with host
-    callbacks, keeps those), and inside a trace (nothing added to the user's program).
-    """
-    from . import _program_cache
-    from ._cache import program_dir
-    from ._compile import _at_top_level
-
-    top = _at_top_level()
+def reporter(progress, t0, t1) -> Reporter | None:
+    """The `Reporter` of one call of `simulate` (`progress` checked by `check_progress`): None
+    when `progress` is False (no reports in the program), else one with a fresh token (a
+    `progress=True` display opens here, with its "compiling" status)."""
     if progress is False:
-        hooked = top and program_dir() is not None and _program_cache.keyable_structure(parts)
-        return Reporter(np.asarray(0, np.int64), gated=True) if hooked else None
-    return Reporter(np.asarray(_register(progress, t0, t1), np.int64), gated=top)
+        return None
+    return Reporter(np.asarray(_register(progress, t0, t1), np.int64))

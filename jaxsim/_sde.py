@@ -77,13 +77,8 @@ def simulate_sde(
     adjoint=None,
     adaptive=False,
     progress=None,
-    check_on_host=False,
 ):
-    """Validate the SDE request and run the fixed-step or diffrax driver (see module docstring).
-
-    `check_on_host`: `simulate` checks `throw` after the run (`jaxsim._host_checks`).
-    """
-    from ._host_checks import raise_if_failed
+    """Validate the SDE request and run the fixed-step or diffrax driver (see module docstring)."""
     from ._simulate import _concrete
 
     sname = type(solver).__name__
@@ -151,8 +146,9 @@ def simulate_sde(
             path = dfx.VirtualBrownianTree(t0, t1, tol, (m,), key, levy_area=area)
         controller = (
             dfx.PIDController(
-                rtol=float(rtol),
-                atol=float(atol),
+                # Arrays: arguments of the program, so a sweep over them compiles once.
+                rtol=np.asarray(float(rtol)),
+                atol=np.asarray(float(atol)),
                 jump_ts=None if not model.breakpoints() else jnp.asarray(model.breakpoints()),
                 # Steps end on the sample times: interpolating a rough path between steps is wrong.
                 step_ts=jnp.asarray(ts),
@@ -177,7 +173,7 @@ def simulate_sde(
             adjoint,
             progress,
         )
-        return raise_if_failed(sol, "diffrax") if check_on_host else sol
+        return sol
 
     if rtol is not None or atol is not None:
         raise ValueError(
@@ -219,8 +215,7 @@ def simulate_sde(
         checkpoint=bool(checkpoint),
         throw=bool(throw),
     )
-    sol = _run_sde_fixed(model, y0, args, solver, noise, jnp.asarray(ts), config, progress)
-    return raise_if_failed(sol, "SDE") if check_on_host else sol
+    return _run_sde_fixed(model, y0, args, solver, noise, jnp.asarray(ts), config, progress)
 
 
 # --------------------------------------------------------------------------------------------------

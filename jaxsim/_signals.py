@@ -17,6 +17,8 @@ A signal is a pure function of time. Two conventions at a discontinuity $t_i$:
   the left limit before an edge and the right limit after it.
 """
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
@@ -28,6 +30,10 @@ from ._validation import as_array, check_positive, is_concrete
 
 class AbstractSignal(eqx.Module):
     """A time-dependent input `u(t)`; subclasses implement `__call__` and `breakpoints`."""
+
+    # A Python int in a signal's field is a value or a time, never a shape: traced as float64
+    # (`jaxsim.AbstractDynamicObject.ints_are_parameters`).
+    ints_are_parameters: ClassVar[bool] = True
 
     def __call__(self, t):
         raise NotImplementedError

@@ -32,7 +32,7 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import ArrayLike, Float, PRNGKeyArray, PyTree
 
-from . import _adaptive_core, _program_cache, _results
+from . import _adaptive_core, _results
 from ._clocks import AbstractDiscreteModel
 from ._compile import jit as jaxsim_jit
 from ._dynamic_object import AbstractDynamicObject
@@ -345,8 +345,7 @@ def simulate(
 
     progress = check_progress("simulate", progress)
     # The progress display (its "compiling" status) opens right before a driver runs.
-    parts = (model, solver, args, clocks, events, discontinuities)
-    start = lambda: reporter(progress, t0, t1, parts)  # noqa: E731
+    start = lambda: reporter(progress, t0, t1)  # noqa: E731
     # A top-level call checks `throw` on the host after the run: the program then has no host
     # callbacks and is cacheable (`jaxsim._host_checks`).
     host = on_host(throw)
@@ -361,12 +360,13 @@ def simulate(
         from ._sde import simulate_sde
 
         rep = start()
-        return guarded(rep, simulate_sde,
+        sol = guarded(rep, simulate_sde,
             model, y0, t0, t1, ts, dt=dt, solver=solver, args=args, rtol=rtol, atol=atol,
             max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, key=key,
             dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint, adaptive=kind.adaptive, progress=rep,
-            check_on_host=host,
         )  # fmt: skip
+        path = "diffrax" if kind.adaptive or isinstance(solver, dfx.AbstractSolver) else "SDE"
+        return guarded(rep, raise_if_failed, sol, path) if host else sol
     is_jaxsim, adaptive = kind.native, kind.adaptive
     if adaptive and (rtol is None or atol is None):
         raise ValueError(
@@ -377,21 +377,22 @@ def simulate(
         from ._hybrid import simulate_hybrid
 
         rep = start()
-        return guarded(rep, simulate_hybrid,
+        sol = guarded(rep, simulate_hybrid,
             model, y0, t0=t0, t1=t1, ts=ts, solver=solver,
             dsolver=solver.to_diffrax() if is_jaxsim else solver, adaptive=adaptive, dt=dt,
             rtol=rtol, atol=atol, args=args, clocks=clocks, events=events,
             discontinuities=discontinuities, max_events=max_events, max_steps=max_steps,
             dtmax=dtmax, event_tol=event_tol, root_finder=root_finder, outputs=outputs,
-            throw=throw, adjoint=adjoint, progress=rep, check_on_host=host,
+            throw=throw, adjoint=adjoint, progress=rep,
         )  # fmt: skip
+        return guarded(rep, raise_if_failed, sol, "hybrid") if host else sol
     if adaptive and is_jaxsim and _adaptive_core.supports(solver, y0, adjoint):
         # jaxsim's pairs run on jaxsim's own adaptive core (diffrax's step control, one loop over
         # the flat state); a diffrax solver instance (e.g. `solver.to_diffrax()`) runs in diffrax.
         rep = start()
         sol = guarded(rep, _adaptive_core.run,
             model, y0, args, solver, t0, t1, np.asarray(ts), None if dt is None else float(dt),
-            float(rtol), float(atol), int(max_steps), bool(outputs), bool(throw),
+            _tolerance(rtol), _tolerance(atol), int(max_steps), bool(outputs), bool(throw),
             concrete_breakpoints(model),
             _adaptive_core.loop_kind(adjoint), bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
             rep,
@@ -413,8 +414,8 @@ def simulate(
             t1,
             np.asarray(ts),
             None if dt is None else float(dt),
-            float(rtol),
-            float(atol),
+            _tolerance(rtol),
+            _tolerance(atol),
             int(max_steps),
             bool(outputs),
             bool(throw),
@@ -459,6 +460,12 @@ def simulate(
     rep = start()
     sol = guarded(rep, _run_fixed, model, y0, args, solver, np.asarray(ts), config, rep)
     return guarded(rep, raise_if_failed, sol, "fixed-step") if host else sol
+
+
+def _tolerance(x) -> np.ndarray:
+    """`rtol`/`atol` as a float64 array: an argument of the compiled program (traced), so a sweep
+    over tolerances compiles once (a Python float would be a constant of the program)."""
+    return np.asarray(float(x), dtype=np.float64)
 
 
 class _DiffraxFixed(AbstractFixedStepSolver):
@@ -871,11 +878,6 @@ def _run_adaptive(
     return Solution(
         ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=result, t_final=t_final
     )
-
-
-# Top-level programs of these two have no host callbacks (errors are checked on the host): held
-# in the process even when they cannot be stored, so a repeated call skips equinox's filtering.
-_program_cache.IN_PROCESS.update({_run_fixed.__wrapped__, _run_adaptive.__wrapped__})
 
 
 class DiffraxSegments:

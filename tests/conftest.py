@@ -1,14 +1,9 @@
-import atexit
 import os
-import shutil
-import tempfile
 
 
-# jaxsim's cache (`jaxsim._cache`) goes to a temporary folder of this test process, never to the
-# user's cache directory; set before jaxsim is imported. The tests of the cache set their own.
-_CACHE = tempfile.mkdtemp(prefix="jaxsim-test-cache-")
-os.environ["JAXSIM_CACHE_DIR"] = _CACHE
-atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+# JAX's persistent cache is opt-in (`jaxsim.enable_cache`, `JAXSIM_CACHE`): the tests run without
+# it, whatever the environment says; the tests of the cache turn it on in their own folders.
+os.environ.pop("JAXSIM_CACHE", None)
 
 import jax  # noqa: E402
 

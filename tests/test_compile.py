@@ -1,5 +1,10 @@
-"""jaxsim's compile options (`jaxsim._compile`): when they apply, and the fallbacks."""
+"""jaxsim's compile options (`jaxsim._compile`): when they apply, and the fallbacks; what compiles
+again (tolerance sweeps do not; changed constants warn), the bound on programs held, and how a
+model's Python ints are converted (`ints_are_parameters`)."""
 
+from collections.abc import Callable
+
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -68,3 +73,147 @@ def test_nested_and_top_level_calls_agree():
     np.testing.assert_allclose(g_js, -np.exp(-2.0), rtol=RTOL_RK4)
     # The lowered program of jaxsim.jit is inspectable like jax.jit's.
     assert js.jit(_final).lower(2.0).compile()(2.0) == pytest.approx(float(top), rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------------
+# Compiles: sweeps over tolerances compile once; recompiles of one shape warn; programs bounded
+
+
+class _Compiles:
+    """The programs JAX compiles while in the `with` block (its `jax_log_compiles` log)."""
+
+    def __enter__(self):
+        import logging
+
+        self.seen, self.previous = [], jax.config.jax_log_compiles
+        outer = self
+
+        class Catch(logging.Handler):
+            def emit(self, record):
+                if record.getMessage().startswith("Compiling"):
+                    outer.seen.append(record.getMessage())
+
+        self.handler = Catch()
+        logging.getLogger("jax").addHandler(self.handler)
+        jax.config.update("jax_log_compiles", True)
+        return self
+
+    def __exit__(self, *exc):
+        import logging
+
+        jax.config.update("jax_log_compiles", self.previous)
+        logging.getLogger("jax").removeHandler(self.handler)
+
+
+def _decay_final(**kw):
+    model = _Decay()
+    return js.simulate(model, model.init_state(), 1.0, args=2.0, outputs=False, **kw).ys["x"][-1, 0]
+
+
+@pytest.mark.parametrize(
+    "solver", [js.Tsit5(), js.Dopri5().to_diffrax()], ids=["jaxsim core", "diffrax"]
+)
+def test_a_tolerance_sweep_compiles_once(solver):
+    _decay_final(solver=solver, rtol=1e-6, atol=1e-6)
+    with _Compiles() as compiles:
+        finals = [_decay_final(solver=solver, rtol=tol, atol=tol) for tol in (1e-7, 1e-8, 1e-9)]
+    assert compiles.seen == []
+    # Tighter tolerances: closer to exp(-2), each within its tolerance (times a safety factor).
+    for tol, final in zip((1e-7, 1e-8, 1e-9), finals, strict=True):
+        np.testing.assert_allclose(final, np.exp(-2.0), rtol=100 * tol)
+
+
+class _Closure(js.AbstractDynamicObject):
+    """x' = -rate(t) x, with `rate` a function: a compile-time constant of the program."""
+
+    rate: Callable
+    name: str = "closure"
+
+    def init_state(self):
+        return {"x": jnp.ones(3)}
+
+    def drift(self, t, y, args):
+        return {"x": -self.rate(t) * y["x"]}
+
+
+def _closure_final(k):
+    # A model rebuilt around a lambda closing over a float: a new constant per call.
+    model = _Closure(lambda t: k)
+    return js.simulate(model, model.init_state(), 1.0, dt=0.01, outputs=False).ys["x"][-1, 0]
+
+
+@pytest.fixture
+def fixed_driver(monkeypatch):
+    """The fixed-step driver, with a fresh record of its compiles."""
+    from jaxsim._simulate import _run_fixed
+
+    monkeypatch.setattr(_run_fixed, "_recompiles", _compile._Recompiles(_run_fixed.__wrapped__))
+    return _run_fixed
+
+
+def test_the_third_recompile_of_one_shape_warns_and_names_the_cause(fixed_driver):
+    rates = (1.0, 1.5, 2.0, 2.5)
+    with pytest.warns(js.RecompileWarning) as caught:
+        finals = [_closure_final(k) for k in rates]
+    assert len(caught) == 1  # at the third compile, once per shape
+    message = str(caught[0].message)
+    assert "_run_fixed compiled 3 programs" in message and "`model.rate`, a function" in message
+    for k, final in zip(rates, finals, strict=True):  # each run is still right
+        np.testing.assert_allclose(final, np.exp(-k), rtol=RTOL_RK4)
+
+
+def test_programs_per_function_are_bounded_and_released(fixed_driver, monkeypatch):
+    monkeypatch.setattr(_compile, "MAX_PROGRAMS", 2)
+    cache = fixed_driver._pick()._cached
+    with pytest.warns(js.RecompileWarning):
+        for k in (1.0, 1.25, 1.5, 1.75, 2.0):
+            _closure_final(k)
+            assert cache._cache_size() <= 2
+    jax.clear_caches()
+    assert cache._cache_size() == 0
+
+
+class _Counts(js.AbstractDynamicObject):
+    """A user's model: an int field is a count (stays a Python int) unless the class says
+    otherwise (`ints_are_parameters`)."""
+
+    n: int
+    rate: float
+    name: str = "counts"
+
+    def init_state(self):
+        return {"x": jnp.ones(self.n)}
+
+    def drift(self, t, y, args):
+        return {"x": -self.rate * y["x"]}
+
+
+class _Parameters(_Counts):
+    ints_are_parameters = True
+
+
+def test_ints_are_converted_where_the_class_declares_it():
+    from jaxsim._checks import model_as_traced
+
+    kept = model_as_traced(_Counts(n=3, rate=2.0))
+    assert kept.n == 3 and type(kept.n) is int and isinstance(kept.rate, jax.Array)
+    made = model_as_traced(_Parameters(n=3, rate=2.0))
+    assert isinstance(made.n, jax.Array) and made.n.dtype == jnp.float64
+    # The effectors library declares it: a hub mass given as an int is a float64 parameter, also
+    # inside a user's model that does not declare it (the hub's own flag decides).
+    import effectors as fx
+
+    hub = fx.Hub(750, np.diag([900.0, 800.0, 600.0]))
+    hub = eqx.tree_at(lambda h: h.mass, hub, 500)
+    assert model_as_traced(_Holder(hub)).hub.mass.dtype == jnp.float64
+
+
+class _Holder(js.AbstractDynamicObject):
+    hub: object
+    name: str = "holder"
+
+    def init_state(self):
+        return {"x": jnp.zeros(1)}
+
+    def drift(self, t, y, args):
+        return {"x": jnp.zeros(1)}

@@ -154,14 +154,8 @@ def simulate_hybrid(
     throw=True,
     adjoint=None,
     progress=None,
-    check_on_host=False,
 ) -> HybridSolution:
-    """Entry point used by `simulate` (arguments already validated there, `ts` concrete).
-
-    `check_on_host`: `simulate` checks `throw` after the run (`jaxsim._host_checks`).
-    """
-    from .._host_checks import raise_if_failed
-
+    """Entry point used by `simulate` (arguments already validated there, `ts` concrete)."""
     models = tuple(clocks)
     for i, m in enumerate(models):
         if not isinstance(m, AbstractDiscreteModel):
@@ -236,9 +230,8 @@ def simulate_hybrid(
         disc_t = [float(d) for d in disc]
         gplan = make_grid_plan(plan, len(models), float(t0), float(t1), float(dt), ts_np, disc_t)
         static = Static(plan, config, adjoint, progress)
-        sol = run_grid(model, models, y0, args, held0, jnp.asarray(ts_np), solver, gplan, static)
-        return raise_if_failed(sol, "fixed-step (clocked)") if check_on_host else sol
-    sol = run_hybrid(
+        return run_grid(model, models, y0, args, held0, jnp.asarray(ts_np), solver, gplan, static)
+    return run_hybrid(
         model,
         models,
         events,
@@ -252,7 +245,6 @@ def simulate_hybrid(
         Static(plan, config, adjoint, progress),
         _numbers(dt, rtol, atol, dtmax, event_tol),
     )
-    return raise_if_failed(sol, "hybrid") if check_on_host else sol
 
 
 def _check_resets(events, y0, z0, args, t0):
