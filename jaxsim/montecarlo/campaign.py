@@ -211,34 +211,9 @@ def _plan(where, fn, params, directory, chunk_size, key, n, devices, mesh, axis_
     _require_zarr(where)
     source, sharding, n_dev = _setup(where, fn, params, key, n, devices, mesh, axis_name)
     size = _check_chunk_size(where, chunk_size, source.n, n_dev, required=True)
-    if max_chunks is not None and (not isinstance(max_chunks, int | np.integer) or max_chunks < 0):
-        raise ValueError(
-            f"{where}: `max_chunks` must be an integer >= 0 or None; got {max_chunks!r}."
-        )
-    process_count = jax.process_count() if process_count is None else process_count
-    process_index = jax.process_index() if process_index is None else process_index
-    if not isinstance(process_count, int | np.integer) or process_count < 1:
-        raise ValueError(
-            f"{where}: `process_count` must be an integer >= 1; got {process_count!r}."
-        )
-    if not isinstance(process_index, int | np.integer) or not 0 <= process_index < process_count:
-        raise ValueError(
-            f"{where}: `process_index` must be an integer in [0, {process_count}); got "
-            f"{process_index!r}."
-        )
-    if units is not None and not isinstance(units, dict):
-        raise ValueError(
-            f"{where}: `units` must be a (nested) dict of unit strings; got {units!r}."
-        )
-    if not isinstance(load, bool):
-        raise ValueError(f"{where}: `load` must be True or False; got {load!r}.")
-    config = {} if config is None else config
-    try:
-        config = json.loads(json.dumps(config))
-    except (TypeError, ValueError) as err:
-        raise ValueError(
-            f"{where}: `config` must be JSON-serializable; got {config!r} ({err})."
-        ) from None
+    process_index, process_count, config = _check_options(
+        where, max_chunks, process_index, process_count, config, units, load
+    )
     directory = Path(directory)
     manifest = _read_manifest(directory, where) if directory.exists() else None
     if manifest is not None and manifest.get("format") == _FORMAT_V1:
@@ -281,6 +256,40 @@ def _plan(where, fn, params, directory, chunk_size, key, n, devices, mesh, axis_
         wanted=wanted, identity=identity, text=text, layout=layout, store_attrs=store_attrs,
         mine=mine, process_index=int(process_index), shared=shared,
     )  # fmt: skip
+
+
+def _check_options(where, max_chunks, process_index, process_count, config, units, load):
+    """`(process_index, process_count, config)` with their defaults, or a ValueError naming the
+    option that is not what `run_campaign` documents."""
+    if max_chunks is not None and (not isinstance(max_chunks, int | np.integer) or max_chunks < 0):
+        raise ValueError(
+            f"{where}: `max_chunks` must be an integer >= 0 or None; got {max_chunks!r}."
+        )
+    process_count = jax.process_count() if process_count is None else process_count
+    process_index = jax.process_index() if process_index is None else process_index
+    if not isinstance(process_count, int | np.integer) or process_count < 1:
+        raise ValueError(
+            f"{where}: `process_count` must be an integer >= 1; got {process_count!r}."
+        )
+    if not isinstance(process_index, int | np.integer) or not 0 <= process_index < process_count:
+        raise ValueError(
+            f"{where}: `process_index` must be an integer in [0, {process_count}); got "
+            f"{process_index!r}."
+        )
+    if units is not None and not isinstance(units, dict):
+        raise ValueError(
+            f"{where}: `units` must be a (nested) dict of unit strings; got {units!r}."
+        )
+    if not isinstance(load, bool):
+        raise ValueError(f"{where}: `load` must be True or False; got {load!r}.")
+    config = {} if config is None else config
+    try:
+        config = json.loads(json.dumps(config))
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"{where}: `config` must be JSON-serializable; got {config!r} ({err})."
+        ) from None
+    return process_index, process_count, config
 
 
 def _resume(where: str, plan: _Plan) -> tuple[Any, dict]:
