@@ -55,6 +55,15 @@ class AbstractGravityBody(eqx.Module):
         """Body position $\\mathbf r_{P/N}(t)$ [m], $\\mathcal N$ components."""
         return evaluate(self.r_PN_N, t)
 
+    def physical_checks(self) -> dict:
+        """`{quantity: traced bool}` (read by `Spacecraft.validity`): `mu` > 0, and a body's
+        reference `radius` > 0 where it has one."""
+        out = {"mu": jnp.all(jnp.asarray(self.mu) > 0)}
+        radius = getattr(self, "radius", None)
+        if radius is not None:
+            out["radius"] = jnp.all(jnp.asarray(radius) > 0)
+        return out
+
     @abc.abstractmethod
     def field(self, t, x_N):
         """Acceleration [m/s^2] ($\\mathcal N$ comps) at position `x_N` relative to the body centre."""

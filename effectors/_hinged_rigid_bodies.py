@@ -37,6 +37,7 @@ from jaxsim.validation import (
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
 from ._effector import AbstractDynamicEffector, KinematicsStateEffector
 from ._joints import JointContribution, JointRows
+from ._physical import inertia_pd, nonnegative, positive
 from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import command, input_at, per_unit, unit_count, unit_input
 
@@ -162,6 +163,17 @@ class HingedRigidBodies(KinematicsStateEffector):
 
     # ----------------------------------------------------------------------------------------------
     # States and kinematics
+
+    def physical_checks(self, x=None) -> dict:
+        """`{quantity: traced bool}` (read by `Spacecraft.validity`): masses > 0, inertias
+        `IPntS_S` positive definite, hinge offsets `d`, stiffnesses `k`, dampings `c` >= 0."""
+        return {
+            "mass": positive(self.mass),
+            "IPntS_S": inertia_pd(self.IPntS_S),
+            "d": nonnegative(self.d),
+            "k": nonnegative(self.k),
+            "c": nonnegative(self.c),
+        }
 
     def init_state(self, theta=None, thetaDot=None) -> dict:
         n = self.num_panels

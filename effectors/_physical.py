@@ -5,8 +5,8 @@ the checks of `__init__`. Effectors that carry physical parameters expose
 `physical_checks(...) -> {quantity: bool array}` (True where valid), built from the functions here
 so that they work on traced values; `Spacecraft.validity(y)` gathers them as
 `{"<effector>.<quantity>": bool}`. `simulate` refuses a concrete model that fails one (naming it),
-and a traced one (`jit`, `vmap`, Monte Carlo members) gets a non-finite derivative, so the run
-fails (`nonfinite_state`) instead of reporting success.
+and fails a run whose traced one (`jit`, `vmap`, Monte Carlo members) fails: `invalid_model`
+(an error naming the check with `throw=True`; see `jaxsim.RESULTS`).
 
 A rigid body's inertia about its centre of mass is physical iff it is symmetric positive definite
 and its principal moments satisfy the triangle inequality $I_1 + I_2 \ge I_3$ (each is a sum of two
@@ -61,6 +61,24 @@ def inertia_ok(I):
     tri = tri & jnp.all(jnp.stack([x >= -tol * scale**2 for x in mtwo]), 0)
     tri = tri & (mdet >= -tol * scale**3)
     return sym & pd & tri
+
+
+def inertia_pd(I):
+    """Whether inertia matrices `I` (..., 3, 3) [kg m^2] are symmetric positive definite
+    (Sylvester's leading minors > 0; what a joint body's constructor checks). A traced boolean."""
+    I = jnp.asarray(I)
+    tr = I[..., 0, 0] + I[..., 1, 1] + I[..., 2, 2]
+    scale = jnp.maximum(jnp.abs(tr), 1e-300)
+    sym = jnp.all(
+        jnp.abs(I - jnp.swapaxes(I, -1, -2)) <= INERTIA_RTOL * scale[..., None, None], (-2, -1)
+    )
+    d, two, det = _minors(I)
+    return jnp.all(sym & (d[0] > 0) & (two[0] > 0) & (det > 0))
+
+
+def nonnegative(x):
+    """Whether every entry of `x` is >= 0 (a traced boolean)."""
+    return jnp.all(jnp.asarray(x) >= 0)
 
 
 def positive(x):

@@ -124,6 +124,7 @@ from jaxsim.validation import (
 
 from ._effector import AbstractStateEffector
 from ._joints import JointContribution, JointRows
+from ._physical import nonnegative, positive
 from ._types import EnergyMomentum, HubContext, MassProps
 
 
@@ -482,8 +483,14 @@ class ReactionWheels(AbstractStateEffector):
         return on.astype(float)
 
     def physical_checks(self, x=None) -> dict:
-        """`{quantity: traced bool}`: spin-axis inertias `Js` > 0 (read by `Spacecraft.validity`)."""
-        return {"Js": jnp.all(self.Js > 0.0)}
+        """`{quantity: traced bool}` (read by `Spacecraft.validity`): inertias `Js`, `Jt`, `Jg`
+        and masses > 0; friction coefficients (`fCoulomb`, `fStatic`, `cViscous`,
+        `omegaLimitCycle`, `coulomb_width`) and the torque floor `u_min` >= 0 where set."""
+        out = {k: positive(getattr(self, k)) for k in ("Js", "Jt", "Jg", "mass")}
+        for k in ("fCoulomb", "fStatic", "cViscous", "omegaLimitCycle", "coulomb_width", "u_min"):
+            if getattr(self, k) is not None:
+                out[k] = nonnegative(getattr(self, k))
+        return out
 
     def init_state(self, **overrides) -> dict:
         """Initial state from the configured `Omega` (and `theta`), or from `overrides`.

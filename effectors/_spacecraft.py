@@ -31,7 +31,7 @@ from ._effector import AbstractDynamicEffector, AbstractStateEffector, check_sta
 from ._gravity import AbstractGravityBody, gravity_at, gravity_bodies
 from ._hub import Hub
 from ._joints import JointContribution
-from ._physical import all_valid
+from ._physical import positive
 from ._types import BackSub, ForceTorque, HubContext, MassContext, MassProps
 
 
@@ -170,11 +170,14 @@ class Spacecraft(AbstractDynamicObject):
     All effector names must be unique and differ from `"hub"`.
 
     **Physical validity** (`validity(y)`): the hub's mass and inertia (positive definite, triangle
-    inequality), the reaction wheels' `Js`, the tanks' fuel mass within [0, max]; checked at the
-    call by `simulate` when concrete (an error naming the quantity), and in the program when
-    traced (a model changed by `eqx.tree_at`, a dispersion or `vmap`): an invalid parameter, or
-    a CoM inside `min_radius` or a spherical-harmonic body's radius, makes the derivative NaN, so
-    the run fails (`nonfinite_state`, never `ok=True`) and its gradient is NaN.
+    inequality); the effectors' masses, inertias, stiffnesses, dampings, wheel inertias and
+    friction, thrust and Isp; the gravity bodies' `mu` and radius, `min_radius`; the tanks' fuel
+    mass within [0, max] in `y`. `simulate` checks them once per run: at the call when concrete
+    (an error naming the quantity), in the program when traced (a model changed by
+    `eqx.tree_at`, a dispersion or `vmap`): the run fails with `invalid_model` (an error naming
+    the check with `throw=True`), and its gradient is NaN. A CoM inside `min_radius` or a
+    spherical-harmonic body's radius makes the derivative NaN: the run fails
+    (`nonfinite_state`, never `ok=True`) and its gradient is NaN.
     """
 
     # Python ints anywhere in a spacecraft (hub, gravity bodies, ...) are parameters: float64.
@@ -422,22 +425,33 @@ class Spacecraft(AbstractDynamicObject):
 
     def validity(self, y=None) -> dict:
         """`{"<effector>.<quantity>": traced bool}` (True where physical): the parameter checks of
-        the hub and effectors (`physical_checks`), and with a state `y` those of the effectors'
-        states (e.g. a tank's fuel within [0, max]). `simulate` reads it (class docstring)."""
+        the hub, the effectors and the gravity bodies (`physical_checks`), `min_radius` > 0, and
+        with a state `y` those of the effectors' states (e.g. a tank's fuel within [0, max]).
+        `simulate` reads it once per run (class docstring)."""
         out = {f"hub.{k}": v for k, v in self.hub.physical_checks().items()}
-        for e in self.state_effectors + self.dynamic_effectors:
-            checks = getattr(e, "physical_checks", None)
-            if not callable(checks):
-                continue
+        for e in _all_effectors(self):
             x = None if y is None or e.name not in y else y[e.name]
-            for k, v in checks(x).items():
+            for k, v in e.physical_checks(x).items():
                 out[f"{e.name}.{k}"] = v
+        for b in self.gravity:
+            checks = getattr(b, "physical_checks", None)
+            if callable(checks):
+                for k, v in checks().items():
+                    out[f"{b.name}.{k}"] = v
+        if self.min_radius is not None:
+            out["min_radius"] = positive(self.min_radius)
         return out
 
+    def _singular(self) -> bool:
+        """Whether the drift checks the CoM against `min_radius` or a body's radius (static)."""
+        return self.min_radius is not None or any(
+            getattr(b, "radius", None) is not None for b in self.gravity
+        )
+
     def _admissible(self, ctx: HubContext):
-        """Traced bool: parameters physical and the CoM outside `min_radius` and the reference
-        radius of every spherical-harmonic body (the drift is NaN otherwise)."""
-        ok = all_valid(self.validity())
+        """Traced bool: the CoM outside `min_radius` and the reference radius of every
+        spherical-harmonic body (the drift is NaN otherwise: the run fails)."""
+        ok = jnp.asarray(True)
         r_abs = ctx.r_CN_N + ctx.r_origin_N
         if self.min_radius is not None:
             ok = ok & (dot3(ctx.r_CN_N, ctx.r_CN_N) >= self.min_radius**2)
@@ -462,7 +476,10 @@ class Spacecraft(AbstractDynamicObject):
         }
         for e, dx in zip(self.state_effectors, derivatives):
             dy[e.name] = dx
-        # A non-physical model or a singular state fails the run instead of integrating on.
+        if not self._singular():
+            return dy
+        # A singular state (inside a body) fails the run instead of integrating on; parameters
+        # are checked once per run by `simulate` (`validity`).
         bad = jnp.where(self._admissible(ctx), 0.0, jnp.nan)
         return jax.tree_util.tree_map(lambda d: d + bad.astype(d.dtype), dy)
 

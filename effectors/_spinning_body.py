@@ -26,6 +26,7 @@ from jaxsim.validation import (
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
 from ._effector import AbstractDynamicEffector, KinematicsStateEffector
 from ._joints import JointContribution, JointRows
+from ._physical import inertia_pd, nonnegative
 from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import check_flags, command, input_at, per_unit, unit_count, unit_input
 
@@ -155,6 +156,16 @@ class SpinningBodies(KinematicsStateEffector):
 
     # ----------------------------------------------------------------------------------------------
     # States and kinematics
+
+    def physical_checks(self, x=None) -> dict:
+        """`{quantity: traced bool}` (read by `Spacecraft.validity`): masses >= 0, inertias
+        `ISPntSc_S` positive definite, stiffnesses `k` and dampings `c` >= 0."""
+        return {
+            "mass": nonnegative(self.mass),
+            "ISPntSc_S": inertia_pd(self.ISPntSc_S),
+            "k": nonnegative(self.k),
+            "c": nonnegative(self.c),
+        }
 
     def init_state(self, theta=None, thetaDot=None) -> dict:
         n = self.num_bodies

@@ -13,6 +13,7 @@ from jaxsim.validation import check_name, check_nonnegative, check_positive, che
 
 from ._effector import KinematicsStateEffector
 from ._joints import JointContribution, JointRows
+from ._physical import nonnegative, positive
 from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import per_unit, unit_count
 
@@ -82,6 +83,11 @@ class SpringMassDampers(KinematicsStateEffector):
         self.rho0 = per_unit(cls, "rho0", rho0, "m", n)
         self.rhoDot0 = per_unit(cls, "rhoDot0", rhoDot0, "m/s", n)
         self.name = check_name(cls, "name", name)
+
+    def physical_checks(self, x=None) -> dict:
+        """`{quantity: traced bool}` (read by `Spacecraft.validity`): masses > 0, stiffnesses `k`
+        and dampings `c` >= 0."""
+        return {"mass": positive(self.mass), "k": nonnegative(self.k), "c": nonnegative(self.c)}
 
     def init_state(self, rho=None, rhoDot=None) -> dict:
         n = self.num_particles

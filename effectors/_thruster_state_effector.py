@@ -17,6 +17,7 @@ from jaxsim.signals import breakpoints_of, held_time
 from jaxsim.validation import as_array, check_name, check_positive, fail, is_concrete
 
 from ._effector import AbstractStateEffector, require_fixed_rk4
+from ._physical import nonnegative, positive
 from ._thrusters import (
     G0,
     OnTimeSchedule,
@@ -205,6 +206,16 @@ class ThrusterStateEffector(AbstractStateEffector):
             self.name, args, self.n, t
         )
         return jnp.clip(s, 0.0, 1.0)
+
+    def physical_checks(self, x=None) -> dict:
+        """`{quantity: traced bool}` (read by `Spacecraft.validity`): `max_thrust` and `Isp` > 0,
+        `area_nozzle` >= 0, `cutoff_frequency` > 0."""
+        return {
+            "max_thrust": positive(self.max_thrust),
+            "Isp": positive(self.Isp),
+            "area_nozzle": nonnegative(self.area_nozzle),
+            "cutoff_frequency": positive(self.cutoff_frequency),
+        }
 
     def mass_flow(self, mctx: MassContext) -> Float[Array, " n"]:
         r"""Mass flow per thruster $\kappa_i F_{\max,i}/(I_{sp,i} g_0)$ [kg/s], shape `(n,)`, $\ge 0$,

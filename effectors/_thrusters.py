@@ -62,6 +62,7 @@ from jaxsim.validation import (
 )
 
 from ._effector import AbstractDynamicEffector
+from ._physical import nonnegative, positive
 from ._types import ForceTorque, HubContext, MassContext, supplied
 
 
@@ -400,6 +401,15 @@ class Thrusters(AbstractDynamicEffector):
         u = u + jnp.broadcast_to(jnp.asarray(cmd.get("throttle", 0.0)), (self.n,))
         u = u + on_time_command_state(self.name, ctx.args, self.n, ctx.t)
         return jnp.clip(u, 0.0, 1.0) * supplied(ctx, self.name)
+
+    def physical_checks(self, x=None) -> dict:
+        """`{quantity: traced bool}` (read by `Spacecraft.validity`): `max_thrust` and `Isp` > 0,
+        `area_nozzle` >= 0 (the throttle is clipped to [0, 1] where it is read)."""
+        return {
+            "max_thrust": positive(self.max_thrust),
+            "Isp": positive(self.Isp),
+            "area_nozzle": nonnegative(self.area_nozzle),
+        }
 
     def mass_flow(self, mctx: MassContext) -> Float[Array, " n"]:
         r"""Mass flow per thruster $\dot m_i = u_i F_{\max,i}/(I_{sp,i} g_0)$ [kg/s], shape `(n,)`, $\ge 0$.

@@ -49,6 +49,7 @@ from ._solvers import (
     for_adjoint,
 )
 from ._step_context import step_interval
+from ._validity import InProgram
 
 
 # Relative tolerance for "this sample time lies on the step grid": well above float64 round-off of
@@ -350,6 +351,10 @@ def simulate(
     # callbacks and is cacheable (`jaxsim._host_checks`).
     host = on_host(throw)
     throw = bool(throw) and not host
+    # Traced physical checks (`jaxsim._validity`): an error in the program with `throw`, else
+    # `RESULTS.invalid_model`; every driver's Solution goes through `checks.finish`.
+    checks = InProgram(model, y0)
+    y0 = checks.guard(y0, throw)
 
     kind = route(
         solver, dt=dt, key=key, dW=dW, clocks=clocks, events=events,
@@ -366,7 +371,7 @@ def simulate(
             dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint, adaptive=kind.adaptive, progress=rep,
         )  # fmt: skip
         path = "diffrax" if kind.adaptive or isinstance(solver, dfx.AbstractSolver) else "SDE"
-        return guarded(rep, raise_if_failed, sol, path) if host else sol
+        return guarded(rep, raise_if_failed, sol, path) if host else checks.finish(sol)
     is_jaxsim, adaptive = kind.native, kind.adaptive
     if adaptive and (rtol is None or atol is None):
         raise ValueError(
@@ -385,7 +390,7 @@ def simulate(
             dtmax=dtmax, event_tol=event_tol, root_finder=root_finder, outputs=outputs,
             throw=throw, adjoint=adjoint, progress=rep,
         )  # fmt: skip
-        return guarded(rep, raise_if_failed, sol, "hybrid") if host else sol
+        return guarded(rep, raise_if_failed, sol, "hybrid") if host else checks.finish(sol)
     if adaptive and is_jaxsim and _adaptive_core.supports(solver, y0, adjoint):
         # jaxsim's pairs run on jaxsim's own adaptive core (diffrax's step control, one loop over
         # the flat state); a diffrax solver instance (e.g. `solver.to_diffrax()`) runs in diffrax.
@@ -397,7 +402,7 @@ def simulate(
             _adaptive_core.loop_kind(adjoint), bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
             rep,
         )  # fmt: skip
-        return guarded(rep, raise_if_failed, sol, "diffrax") if host else sol
+        return guarded(rep, raise_if_failed, sol, "diffrax") if host else checks.finish(sol)
     if adaptive:
         # Methods called through the class: an equinox module builds a bound-method module on
         # each attribute access (about 40 us each, per call of `simulate`).
@@ -424,7 +429,7 @@ def simulate(
             bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
             rep,
         )
-        return guarded(rep, raise_if_failed, sol, "diffrax") if host else sol
+        return guarded(rep, raise_if_failed, sol, "diffrax") if host else checks.finish(sol)
     if rtol is not None or atol is not None:
         raise ValueError(
             f"simulate: `rtol`/`atol` apply to adaptive solvers only; {type(solver).__name__} is "
@@ -459,7 +464,7 @@ def simulate(
     )
     rep = start()
     sol = guarded(rep, _run_fixed, model, y0, args, solver, np.asarray(ts), config, rep)
-    return guarded(rep, raise_if_failed, sol, "fixed-step") if host else sol
+    return guarded(rep, raise_if_failed, sol, "fixed-step") if host else checks.finish(sol)
 
 
 def _tolerance(x) -> np.ndarray:
