@@ -33,6 +33,7 @@ import numpy as np
 from jaxtyping import ArrayLike, Float, PRNGKeyArray, PyTree
 
 from . import _adaptive_core, _results
+from ._cache import for_jaxsim_programs
 from ._clocks import AbstractDiscreteModel
 from ._compile import jit as jaxsim_jit
 from ._dynamic_object import AbstractDynamicObject
@@ -142,7 +143,10 @@ def _with_info(run):
             )  # fmt: skip
             kwargs = {k: v for k, v in kwargs.items() if k not in _DIFFRAX_KEYS}
             kwargs.update((k, update[k]) for k in _TRANSLATED if k in update)
-        sol = run(model, y0, t1, **kwargs)
+        # The argument checks' small eager programs are jaxsim's too: with the persistent cache
+        # on (`jaxsim.enable_cache`) they are stored whatever their compile time.
+        with for_jaxsim_programs():
+            sol = run(model, y0, t1, **kwargs)
         if not isinstance(sol, Solution) or sol.info is not None:
             return sol
         from ._schema import run_info
