@@ -185,12 +185,20 @@ def initial_step(f, t0, y0, f0, order, rtol, atol):
     return jax.lax.stop_gradient(jnp.minimum(100 * h0, h1))
 
 
+# The next float up / down, differentiated as the identity (a traced `t0`/`t1` reaches the step
+# times through them; JAX has no derivative rule for `nextafter`).
+@jax.custom_jvp
 def _next_after(x):
     return jnp.nextafter(x, jnp.inf)
 
 
+@jax.custom_jvp
 def _prev_before(x):
     return jnp.nextafter(x, -jnp.inf)
+
+
+_next_after.defjvp(lambda primals, tangents: (_next_after(*primals), tangents[0]))
+_prev_before.defjvp(lambda primals, tangents: (_prev_before(*primals), tangents[0]))
 
 
 class _State(eqx.Module):

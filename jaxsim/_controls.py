@@ -32,6 +32,7 @@ from ._signals import (
     check_increasing,
     held_value,
     nan_unless_increasing,
+    time_points,
 )
 from ._validation import as_array
 
@@ -85,7 +86,7 @@ class PiecewiseLinear(AbstractSignal):
         return nan_unless_increasing(self.knots, u)
 
     def breakpoints(self):
-        return tuple(self.knots[i] for i in range(self.knots.shape[0]))
+        return time_points(self.knots)
 
 
 class CubicSpline(AbstractSignal):
@@ -183,4 +184,4 @@ class SwitchingTimes(AbstractSignal):
         return nan_unless_increasing(self.times, u)
 
     def breakpoints(self):
-        return tuple(self.times[i] for i in range(self.times.shape[0]))
+        return time_points(self.times)

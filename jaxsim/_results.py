@@ -11,7 +11,9 @@
   spacecraft's CoM inside its `min_radius` or a spherical-harmonic body's radius);
 - `invalid_model`: a traced parameter or initial state is out of its physical range (a model
   changed after construction by `eqx.tree_at`, a dispersion or `vmap`): `model.validity(y0)`
-  names the failing checks, the `throw=True` error the first of them (`jaxsim._validity`).
+  names the failing checks, the `throw=True` error the first of them (`jaxsim._validity`);
+- `invalid_times`: traced times of a free horizon out of order (`t1 <= t0`, samples `ts` not
+  non-decreasing in [t0, t1]): the states are NaN from `t0` on.
 
 Compare with `jaxsim.RESULTS` items (`sol.result == js.RESULTS.successful`); a diffrax item is
 promoted with `js.RESULTS.promote(dfx_item)`. `Solution.ok` and `Solution.message` read them.

@@ -50,6 +50,15 @@ def nan_unless_increasing(times, u):
     return jnp.where(jnp.all(jnp.diff(times) > 0), u, jnp.nan)
 
 
+def time_points(times) -> tuple:
+    """The entries of a 1-D array of times as a tuple (a signal's `breakpoints()`): NumPy scalars
+    when `times` is concrete, so that they stay concrete inside a user's `jit` (indexing a JAX
+    array there gives a tracer, and an adaptive run would refuse them as traced `jump_ts`)."""
+    if is_concrete(times):
+        times = np.asarray(times)
+    return tuple(times[i] for i in range(times.shape[0]))
+
+
 def check_increasing(cls, arg, times) -> None:
     """Refuse concrete non-increasing `times` [s] (traced ones are checked in the run)."""
     if not is_concrete(times):
@@ -117,7 +126,7 @@ class PiecewiseConstant(AbstractSignal):
         return nan_unless_increasing(self.times, u)
 
     def breakpoints(self):
-        return tuple(self.times[i] for i in range(self.times.shape[0]))
+        return time_points(self.times)
 
 
 def evaluate(signal_or_value, t):
@@ -242,7 +251,7 @@ class PiecewiseTable(AbstractSignal):
         return self.values[i]
 
     def breakpoints(self, t0=None, t1=None):
-        return tuple(self.times[i] for i in range(self.times.shape[0]))
+        return time_points(self.times)
 
 
 def _periodic_edges(cls, freq, phase, fractions, t0, t1):

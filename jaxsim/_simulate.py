@@ -32,7 +32,7 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import ArrayLike, Float, PRNGKeyArray, PyTree
 
-from . import _adaptive_core, _results
+from . import _adaptive_core, _free_time, _results
 from ._cache import for_jaxsim_programs
 from ._clocks import AbstractDiscreteModel
 from ._compile import jit as jaxsim_jit
@@ -152,7 +152,7 @@ def _with_info(run):
         from ._schema import run_info
 
         ts = kwargs.get("ts")
-        end = t1 if t1 is not None or ts is None else np.asarray(ts)[-1]
+        end = t1 if t1 is not None or ts is None else ts[-1]  # `ts` may be traced
         info = run_info(
             model, solver=kwargs.get("solver", solver_default), dt=kwargs.get("dt"),
             rtol=kwargs.get("rtol"), atol=kwargs.get("atol"), t0=kwargs.get("t0", 0.0), t1=end,
@@ -272,6 +272,8 @@ def simulate(
     saveat: dfx.SaveAt | None = None,
     stepsize_controller: dfx.AbstractStepSizeController | None = None,
     progress_meter: dfx.AbstractProgressMeter | None = None,
+    num_steps: int | None = None,
+    num_samples: int | None = None,
 ) -> Solution:
     r"""Propagate `model` from `y0` at `t0` to `t1` and sample it at `ts`.
 
@@ -286,6 +288,12 @@ def simulate(
     - `solver`: `RK4()` (default), `RK2()`, `Euler()`, `Tsit5()`, `Dopri5()`, `Dopri8()`, or a diffrax solver.
     - `ts` / `sample_dt`: sample times [s] (default `[t0, t1]`) or a uniform sample interval [s].
       With a fixed-step solver every sample must lie on the step grid `t0 + k dt`.
+    - `num_steps`: fixed-step solvers: the number of steps, in place of `dt` (the step is then
+      `(t1 - t0) / num_steps`); the times are run-time inputs, so one compiled program serves
+      every horizon, and `t0`/`t1` may be traced (a free final time, guide "Free final time and
+      phases").
+    - `num_samples`: `num_samples` samples uniform in `[t0, t1]` (in place of `ts`/`sample_dt`;
+      they scale with the horizon). With `num_steps`, `num_samples - 1` must divide it.
     - `args`: passed to every `drift` call (e.g. commands held by flight software). Commands
       for a spacecraft's effectors, `args[effector name][key]`, are checked against what the
       effectors read (`model.command_spec()`). Python floats and lists of numbers in `args`, and
@@ -330,7 +338,10 @@ def simulate(
       `atol`, `dtmax`; `ConstantStepSize()` a fixed step `dt`; a tqdm or text meter is
       `progress=True`), otherwise refused with a message giving jaxsim's spelling.
 
-    `t0`, `t1`, `dt`, `ts` and `sample_dt` fix the shape of the computation and must be concrete.
+    `dt`, `sample_dt` and the number of samples fix the shape of the computation and must be
+    concrete. `t0`, `t1` and `ts` may be traced (under `jit`, `grad`, `vmap`) on the plain
+    adaptive and fixed-step paths (`num_steps`); clocks, events, discontinuities and SDE solvers
+    need them concrete (refused by name otherwise).
     """
     # diffrax's spellings (`dt0`, `saveat`, `stepsize_controller`, `progress_meter`) were
     # translated into jaxsim's arguments by `_with_info` before this body runs.
@@ -344,7 +355,13 @@ def simulate(
         model, y0, t0=t0, t1=t1, ts=ts, dt=dt, sample_dt=sample_dt, solver=solver, rtol=rtol,
         atol=atol, args=args, key=key, clocks=clocks, events=events,
     )  # fmt: skip
-    t0, t1, ts = _sample_times(t0, t1, ts, sample_dt)
+    free = _free_time.requested(t0, t1, ts, num_steps)
+    if not free:
+        if num_samples is not None:
+            if ts is not None or sample_dt is not None:
+                raise ValueError("simulate: give one of `ts`, `sample_dt`, `num_samples`.")
+            ts = _free_time.uniform_samples(t0, t1, num_samples)
+        t0, t1, ts = _sample_times(t0, t1, ts, sample_dt)
     from ._progress import check_progress, guarded, reporter
     from ._route import route
 
@@ -361,10 +378,28 @@ def simulate(
     y0 = checks.guard(y0, throw)
 
     kind = route(
-        solver, dt=dt, key=key, dW=dW, clocks=clocks, events=events,
-        discontinuities=discontinuities, dtmax=dtmax, max_events=max_events,
+        # `num_steps` gives a step as `dt` does (a diffrax solver then runs fixed-step).
+        solver, dt=dt if num_steps is None else num_steps, key=key, dW=dW, clocks=clocks,
+        events=events, discontinuities=discontinuities, dtmax=dtmax, max_events=max_events,
         root_finder=root_finder,
     )  # fmt: skip
+    if free:
+        horizon = _free_time.plan(
+            t0, t1, ts, sample_dt=sample_dt, num_samples=num_samples, dt=dt, num_steps=num_steps,
+            adaptive=kind.adaptive, solver_name=kind.name, stochastic=kind.driver == "sde",
+            clocks=clocks, events=events, discontinuities=discontinuities, dtmax=dtmax,
+        )  # fmt: skip
+        if progress is not False and _free_time.traced(t0, t1, ts):
+            raise ValueError(
+                "simulate: `progress` reports need concrete `t0`/`t1` [s] (the display's scale); "
+                "got traced times. Drop `progress` inside `jit`/`grad`/`vmap`."
+            )
+        t0, t1 = horizon.t0, horizon.t1
+        return _simulate_free(
+            model, y0, args, solver, kind, horizon, dt=dt, rtol=rtol, atol=atol,
+            max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, host=host,
+            adjoint=adjoint, start=start,
+        )  # fmt: skip
     if kind.driver == "sde":
         from ._sde import simulate_sde
 
@@ -477,6 +512,57 @@ def _tolerance(x) -> np.ndarray:
     return np.asarray(float(x), dtype=np.float64)
 
 
+def _simulate_free(
+    model, y0, args, solver, kind, horizon, *, dt, rtol, atol, max_steps, outputs, checkpoint,
+    throw, host, adjoint, start,
+):  # fmt: skip
+    """`simulate` with free times (`jaxsim._free_time`): the horizon's times are run-time inputs
+    of the adaptive and fixed-step drivers (traced, or concrete arrays: one program per shape)."""
+    from ._progress import guarded
+
+    t0, t1, ts = horizon.t0, horizon.t1, horizon.ts
+    name = kind.name
+    if kind.adaptive:
+        if rtol is None or atol is None:
+            raise ValueError(
+                f"simulate: adaptive solver {name} needs `rtol` and `atol`; got rtol={rtol}, "
+                f"atol={atol}."
+            )
+        dt0 = None if dt is None else float(dt)
+        numbers = (_tolerance(rtol), _tolerance(atol), int(max_steps), bool(outputs), bool(throw))
+        jump_ts = concrete_breakpoints(model)
+        rep = start()
+        if kind.native and _adaptive_core.supports(solver, y0, adjoint):
+            sol = guarded(rep, _adaptive_core.run,
+                model, y0, args, solver, t0, t1, ts, dt0, *numbers, jump_ts,
+                _adaptive_core.loop_kind(adjoint), horizon.endpoints_only, rep,
+            )  # fmt: skip
+        else:
+            dsolver = type(solver).to_diffrax(solver) if kind.native else solver
+            sol = guarded(rep, _run_adaptive,
+                model, y0, args, dsolver, t0, t1, ts, dt0, *numbers, jump_ts, adjoint,
+                horizon.endpoints_only, rep,
+            )  # fmt: skip
+        path = "diffrax"
+    else:
+        if rtol is not None or atol is not None:
+            raise ValueError(
+                f"simulate: `rtol`/`atol` apply to adaptive solvers only; {name} is fixed-step "
+                f"(got rtol={rtol}, atol={atol}). Choose Tsit5/Dopri5/Dopri8 or drop them."
+            )
+        if not kind.native:
+            solver = _DiffraxFixed(solver)
+        config = _FixedConfig(
+            t0=None, dt=None, seg=horizon.seg, outputs=bool(outputs),
+            checkpoint=bool(checkpoint), throw=bool(throw),
+        )  # fmt: skip
+        rep = start()
+        sol = guarded(rep, _run_fixed, model, y0, args, solver, ts, config, rep, (t0, horizon.dt))
+        path = "fixed-step"
+    sol = _free_time.finish(sol, horizon, throw)
+    return guarded(rep, raise_if_failed, sol, path) if host else sol
+
+
 class _DiffraxFixed(AbstractFixedStepSolver):
     """Run a diffrax solver in the fixed-step driver (one `solver.step` per step)."""
 
@@ -502,8 +588,8 @@ class _DiffraxFixed(AbstractFixedStepSolver):
 
 @dataclasses.dataclass(frozen=True)
 class _FixedConfig:
-    t0: float
-    dt: float
+    t0: float | None  # None: given to `_run_fixed` as run-time `times` (free times)
+    dt: float | None
     seg: tuple
     outputs: bool
     checkpoint: bool
@@ -817,13 +903,15 @@ def chunked_drift(model, args):
 
 
 @jaxsim_jit
-def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig, progress=None):
+def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig, progress=None, times=None):
+    # `times`: `(t0, dt)` as run-time inputs (free times, `jaxsim._free_time`), else the
+    # config's constants.
+    t0, dt = (config.t0, config.dt) if times is None else times
     drift = chunked_drift(model, args)
-    advance = lambda n, t, y, extra, inputs: solver.step(drift, t, y, config.dt, None)
+    advance = lambda n, t, y, extra, inputs: solver.step(drift, t, y, dt, None)
     ys, counts = scan_grid(
-        model, y0, config.seg, config.dt, config.t0, config.checkpoint, advance,
-        progress=progress,
-    )  # fmt: skip
+        model, y0, config.seg, dt, t0, config.checkpoint, advance, progress=progress
+    )
     ys, result, t_final = check_finite(ts, ys, config.throw, "fixed-step")
     n_steps = int(np.sum(config.seg))
     stats = make_stats(n_steps, n_steps * solver.num_stages, jtu.tree_map(lambda c: c[-1], counts))

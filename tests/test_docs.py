@@ -18,6 +18,7 @@ GUIDES = [
     "environment.md",
     "results_and_setups.md",
     "controls.md",
+    "free_time.md",
 ]
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
