@@ -6,6 +6,39 @@ change). The crossing time is located by a root finder (optimistix) on the solve
 so it is differentiable (implicit function theorem). A boolean condition is mapped to
 $+1$ (True) / $-1$ (False) and located by bisection to the root finder's tolerance.
 
+**Detection inside every step.** Each condition is checked on every step's dense output, on a
+grid that halves until the condition's values and rates certify, half by half, either no zero or
+exactly one (a quadratic bound with the curvature estimated from the rates; see
+`jaxsim/_hybrid/_guard.py` for the test): two crossings inside one step (a bounce and a landing,
+a condition faster than the dynamics) are both found, the earliest first, with either solver
+kind, without changing the steps or the number of RHS evaluations. What can still be missed: a
+pair of crossings where the condition curves more than twice as fast as its rates at three grid
+points show (e.g. an oscillation aliased by the grid), crossings closer than `event_tol` [s], a
+boolean condition that switches twice between two grid points, and what the solver's dense
+output itself gets wrong. A step that would need more than 512 grid intervals fails with
+`event_location_failed` (bound it with `dtmax`).
+
+**A condition at zero** is on the side it is heading to: the sign of $\dot c$ along the
+trajectory, or where $\dot c = 0$ too, of $\ddot c$. Hence:
+
+- *at `t0`*: a condition exactly zero and heading into the side its event fires into fires at
+  `t0` (falling: heading down; rising: up; both: either), as in scipy's `solve_ivp` (bdsim's
+  solver); heading away it does not fire;
+- *tangency*: a condition that touches zero without changing sign (e.g. $(t - 1)^2$) does not
+  fire, also when a step ends exactly on the touching point;
+- *non-finite*: a condition that evaluates to NaN/inf at a grid point fails the run with
+  `RESULTS.event_condition_nonfinite` (crossings before it are found; `t_final` is the last
+  finite point, within `event_tol`).
+
+**Zeno.** Firing times that accumulate fail the run with `RESULTS.zeno`, `t_final` the
+accumulation time, the firings before it in the log: (a) four successive firings of one event
+whose intervals shrink by a constant ratio $r < 1$ (within `1e-4` relative), with the
+accumulation time $t_z = t_4 + \Delta_3 r/(1 - r)$ (the geometric series, e.g. a bouncing ball:
+$t_z = t_1 (1 + e)/(1 - e)$) not after `t1`; or (b) a fired event with a reset whose condition,
+after the resets, is on its surface with $\dot c = 0$ and $\ddot c$ into its firing side (a state
+resting on the surface, e.g. a ball at rest on the floor: the reset cannot move it off; $t_z$ is
+that instant).
+
 On firing, the optional `reset(t, y, z, args) -> (y, z)` may change the continuous state `y` and
 the discrete states `z` (`{model_name: z}`; checked at the call: it must return that pair); a
 `terminal` event ends the run (bdsim's STOP).
@@ -17,7 +50,7 @@ already lies on the side it fires into at `t0`, or right after the resets of an 
 condition: True for rising, False for falling), the run ends there and the event is logged at
 that time. Terminal events with direction "both" are edge-triggered only.
 
-Rules of the driver (see `jaxsim/_hybrid.py`):
+Rules of the driver (see `jaxsim/_hybrid/`):
 
 - **Simultaneous events.** After the solver stops at $t_e$ for one event, every other event whose
   condition has also crossed, with an estimated crossing time $c/\dot c$ within `event_tol` of
@@ -28,7 +61,8 @@ Rules of the driver (see `jaxsim/_hybrid.py`):
   the earliest crossing is always the one handled.
 - **No re-firing on the surface.** At a restart after an event, a fired condition still on its
   surface (within `event_tol` of it in time) takes as its initial sign the sign of $\dot c$ just
-  after the reset (where the trajectory is heading), not the round-off sign of $c \approx 0$;
+  after the reset (where the trajectory is heading; of $\ddot c$ where $\dot c = 0$), not the
+  round-off sign of $c \approx 0$;
   restarting exactly on the surface therefore cannot re-fire, for any direction, and needs no
   time "kick" (bdsim restarts at $t_c + 10^{-9}$). A reset that moves the state off the surface
   (a sawtooth) keeps the sign of $c$, so the next crossing is seen even within one long step.
@@ -36,13 +70,16 @@ Rules of the driver (see `jaxsim/_hybrid.py`):
   truncation): with `throw=False`, `Solution.result` is `RESULTS.too_many_events` and `t_final`
   the time of the firing that overflowed.
 
-**Assumptions and limitations:** crossings are detected at step ends, so two crossings of one
-condition within one step (a grazing double crossing) are not seen: bound the step (`dtmax`) when
-that matters. Event times are differentiable only for floating-point conditions with
-$\dot c \neq 0$ at the crossing.
+**Assumptions and limitations:** see "What can still be missed" above; Zeno rule (a) is an
+extrapolation from four firings (a sequence that stops being geometric later is not foreseen), and
+firing sequences that accumulate otherwise end in `too_many_events`. Event times are
+differentiable only for floating-point conditions with $\dot c \neq 0$ at the crossing.
 
 **Reference:** Hairer, Norsett & Wanner, *Solving ODEs I*, sec. II.6 (dense output, event location);
-Kidger, *On Neural Differential Equations* (2021), sec. 5.2.
+Kidger, *On Neural Differential Equations* (2021), sec. 5.2; Esposito, Kumar & Pappas, *Accurate
+event detection for simulating hybrid systems*, HSCC 2001 (guaranteed detection from a Taylor model
+of the event function); Johansson, Egerstedt, Lygeros & Sastry, *On the regularization of Zeno
+hybrid automata*, Systems & Control Letters 38 (1999) (the bouncing ball's Zeno time).
 """
 
 from collections.abc import Callable

@@ -41,6 +41,8 @@ HYBRID_CAUSES = (
     RESULTS.nonfinite_state,
     RESULTS.max_steps_reached,
     RESULTS.event_location_failed,
+    RESULTS.zeno,
+    RESULTS.event_condition_nonfinite,
 )
 SEGMENT_FAILED = "simulate: a segment solve failed; pass throw=False to inspect `Solution.result`."
 
@@ -77,6 +79,8 @@ def raise_if_failed(sol, path: str):
         message = _diffrax(result)
     elif path == "hybrid":
         message = _hybrid(result)
+        if result == RESULTS.zeno:  # the accumulation time, read on the host
+            message += f" Accumulation time: t = {float(np.asarray(sol.t_final)):.12g} s."
     else:
         message = nonfinite_message(path)
     raise eqx.EquinoxRuntimeError(message)

@@ -5,7 +5,10 @@
 `nonfinite`), with:
 
 - `too_many_events`: more event firings (or event re-solves) than `max_events`;
-- `event_location_failed`: the root finder could not locate an event's crossing time;
+- `event_location_failed`: the root finder could not locate an event's crossing time (or the
+  check grid of a step could not resolve a condition, see `jaxsim._hybrid._guard`);
+- `zeno`: event times accumulate at a finite time (`t_final` is that time);
+- `event_condition_nonfinite`: an event condition evaluated to NaN/inf;
 - `nonfinite_state`: the continuous state became NaN/inf (a model or step-size problem; the
   solve itself did not report it, e.g. a fixed-step run), or entered a singular region (a
   spacecraft's CoM inside its `min_radius` or a spherical-harmonic body's radius);
@@ -31,6 +34,16 @@ class RESULTS(dfx.RESULTS):
     event_location_failed = (
         "simulate: the root finder could not locate an event's crossing time; check that the "
         "event condition is continuous near the crossing, or give another `root_finder`."
+    )
+    zeno = (
+        "simulate: zeno: event times accumulate at a finite time (Zeno behaviour: infinitely many "
+        "firings before it, e.g. a bouncing ball coming to rest, or a state resting on an event "
+        "surface that its reset cannot leave); the run stops at the accumulation time, "
+        "`Solution.t_final`; the event log holds the firings before it."
+    )
+    event_condition_nonfinite = (
+        "simulate: an event condition evaluated to NaN/inf; the run stops at the last point "
+        "where it was finite (`Solution.t_final`, within `event_tol`); check the condition."
     )
     nonfinite_state = (
         "simulate: the state became non-finite (NaN/inf); check the model's parameters and the "

@@ -172,3 +172,139 @@ def test_event_validation():
     with pytest.raises(ValueError, match="events"):
         js.simulate(MODEL, MODEL.init_state(), 1.0, solver=js.Tsit5(), rtol=1e-6, atol=1e-8,
                     events=(3,))  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Events that never tunnel (issue #33): the check grid inside every step, Zeno, zero starts,
+# tangencies and non-finite conditions, each against its analytic answer.
+
+# Event times against analytic crossing times: Newton on the dense output (measured ~1e-13).
+EVENT_TIME_ATOL = 1e-9
+# The Zeno time extrapolated from four firings of an exact geometric sequence (times ~1e-13).
+ZENO_TIME_ATOL = 1e-9
+
+
+class Line(js.AbstractDynamicObject):
+    """x' = rate (conditions that depend on t alone see a trivial state)."""
+
+    rate: float = 0.0
+    name: str = eqx.field(static=True, default="line")
+
+    def init_state(self, x0=0.0):
+        return {"x": jnp.asarray(x0, dtype=float)}
+
+    def drift(self, t, y, args):
+        return {"x": jnp.asarray(self.rate)}
+
+
+def _ground(e):
+    def reset(t, y, z, args):
+        return {**y, "v": -e * y["v"]}, z
+
+    return js.Event(lambda t, y, a: y["h"], direction="falling", reset=reset, name="ground")
+
+
+GROUND_HALF, GROUND_ELASTIC = _ground(0.5), _ground(1.0)
+TIGHT = dict(solver=js.Tsit5(), rtol=1e-10, atol=1e-12)
+
+
+def test_zeno_bouncing_ball():
+    """Restitution 0.5 from 10 m: impacts at t_1 (1 + 2 sum_{j<k} e^j), accumulating at
+    t_z = t_1 (1 + e) / (1 - e) = 3 t_1 (4.2835 s); the run stops there with `zeno` (it fell
+    through the floor to h = -14.5 with ok=True before)."""
+    e, h0, t1 = 0.5, 10.0, 6.0
+    t_1 = np.sqrt(2 * h0 / G)
+    t_z = t_1 * (1 + e) / (1 - e)
+    sol = js.simulate(
+        MODEL, MODEL.init_state(h0), t1, events=(GROUND_HALF,), max_events=16, throw=False,
+        ts=np.array([0.0, 2.0, 5.0, t1]), **TIGHT,
+    )  # fmt: skip
+    assert sol.result == js.RESULTS.zeno and not bool(sol.ok)
+    assert "accumulate" in sol.message
+    assert abs(float(sol.t_final) - t_z) < ZENO_TIME_ATOL
+    n = int(sol.events.count)
+    impacts = t_1 * (1 + 2 * np.cumsum(np.r_[0.0, e ** np.arange(1, n)]))
+    np.testing.assert_allclose(sol.events.t[:n], impacts, rtol=0, atol=EVENT_TIME_ATOL)
+    assert np.all(np.isfinite(np.asarray(sol.ys["h"][:2])))
+    assert np.all(np.isnan(np.asarray(sol.ys["h"][2:])))  # never below the floor
+    with pytest.raises(eqx.EquinoxRuntimeError, match=r"zeno.*t = 4\.2835"):
+        js.simulate(MODEL, MODEL.init_state(h0), t1, events=(GROUND_HALF,), **TIGHT)
+
+
+def test_elastic_ball_at_rest_on_the_floor():
+    """h = 0, v = 0 under gravity: the impact fires at t0 and its reset leaves the ball at rest on
+    the floor, heading into it: infinitely many firings at t0, `zeno` at t_final = 0 (it fell
+    through the floor with ok=True before)."""
+    sol = js.simulate(
+        MODEL, MODEL.init_state(0.0), 1.0, events=(GROUND_ELASTIC,), throw=False, **TIGHT
+    )
+    assert sol.result == js.RESULTS.zeno
+    assert float(sol.t_final) == 0.0
+    assert int(sol.events.count) == 1 and float(sol.events.t[0]) == 0.0
+
+
+FALLING_X = js.Event(lambda t, y, a: y["x"], direction="falling", name="x_falling")
+
+
+@pytest.mark.parametrize("rate, fires", [(-1.0, True), (1.0, False)])
+def test_condition_starting_at_zero(rate, fires):
+    """c(t0) = 0 heading into the side the event fires into fires at t0 (scipy's solve_ivp, bdsim's
+    solver, does the same); heading away it never fires (inward never fired before)."""
+    model = Line(rate)
+    sol = js.simulate(model, model.init_state(0.0), 1.0, events=(FALLING_X,), max_events=2, **TIGHT)
+    assert int(sol.events.count) == int(fires)
+    if fires:
+        assert float(sol.events.t[0]) == 0.0
+    assert float(sol.ys["x"][-1]) == pytest.approx(rate, abs=1e-12)
+
+
+SQRT_COND = js.Event(lambda t, y, a: jnp.sqrt(y["x"]) - 0.5, direction="falling", name="sqrt")
+
+
+def test_nan_condition_fails():
+    """x = 1 - t: sqrt(x) - 0.5 crosses at t = 0.75 (found), is NaN from t = 1 on: the run fails
+    with `event_condition_nonfinite` at the last finite point (within event_tol of 1); with
+    throw=True it raises. It was accepted (ok=True, and the crossing missed) before."""
+    model = Line(-1.0)
+    sol = js.simulate(model, model.init_state(1.0), 2.0, events=(SQRT_COND,), throw=False, **TIGHT)
+    assert sol.result == js.RESULTS.event_condition_nonfinite
+    assert int(sol.events.count) == 1
+    assert abs(float(sol.events.t[0]) - 0.75) < EVENT_TIME_ATOL
+    assert 1.0 - 1e-8 < float(sol.t_final) <= 1.0
+    with pytest.raises(eqx.EquinoxRuntimeError, match="NaN"):
+        js.simulate(model, model.init_state(1.0), 2.0, events=(SQRT_COND,), **TIGHT)
+
+
+TANGENT = js.Event(lambda t, y, a: (t - 1.0) ** 2, direction="both", name="tangent")
+NEAR_TANGENT = js.Event(lambda t, y, a: (t - 1.0) ** 2 - 1e-6, direction="both", name="near")
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_tangency_does_not_fire(fixed):
+    """(t - 1)^2 touches zero without a sign change: no firing, also when a step ends exactly on
+    the touching point (RK4, dt = 0.25; it fired twice at t = 1 before). (t - 1)^2 - 1e-6 crosses
+    twice, 2e-3 apart, inside one step: both crossings are found."""
+    model = Line(0.0)
+    kw = dict(solver=js.RK4(), dt=0.25) if fixed else TIGHT
+    sol = js.simulate(model, model.init_state(), 2.0, events=(TANGENT,), max_events=4, **kw)
+    assert int(sol.events.count) == 0
+    sol = js.simulate(model, model.init_state(), 2.0, events=(NEAR_TANGENT,), max_events=4, **kw)
+    assert int(sol.events.count) == 2
+    np.testing.assert_allclose(sol.events.t[:2], [1 - 1e-3, 1 + 1e-3], rtol=0, atol=EVENT_TIME_ATOL)
+
+
+FAST = js.Event(lambda t, y, a: jnp.cos(20.0 * t), direction="both", name="fast")
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_fast_condition_finds_every_crossing(fixed):
+    """cos(20 t) on [0, 1.5] crosses zero 10 times, at (2k + 1) pi / 40, while the state is
+    trivial (the adaptive steps grow to the horizon; RK4 with dt = 0.5 spans three crossings per
+    step): every crossing at its analytic time (2 of 10 were found before, at wrong times with
+    RK4)."""
+    model = Line(0.0)
+    kw = dict(solver=js.RK4(), dt=0.5) if fixed else TIGHT
+    sol = js.simulate(model, model.init_state(), 1.5, events=(FAST,), max_events=16, **kw)
+    exact = (2 * np.arange(10) + 1) * np.pi / 40
+    assert int(sol.events.count) == 10
+    np.testing.assert_allclose(sol.events.t[:10], exact, rtol=0, atol=EVENT_TIME_ATOL)

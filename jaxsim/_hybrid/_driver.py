@@ -16,6 +16,7 @@ from .._results import RESULTS
 from .._simulate import DiffraxSegments, Solution, make_stats, mark_after
 from . import _event_rules as rules, _segments as segments
 from ._carry import Arming, Carry, EventLogBuffer, Samples, Status, Tally, nan_rows, set_rows, where
+from ._guard import EventGuardSolver
 
 
 class HybridSolution(Solution):
@@ -102,24 +103,13 @@ class _Run:
         self.core = DiffraxSegments(model, y0, self.dsolver, self.adjoint, drift=drift)
         self.counts0, self.term = self.core.counts0, self.core.terms
         self.pack, self.unpack = self.core.pack, self.core.unpack
-        unpack = self.unpack
-        self.event = None
+        self.root_finder = root_finder
         if self.n_ev:
-            self.event = dfx.Event(
-                [self._cond_fn(i, ev, unpack) for i, ev in enumerate(events)],
-                root_finder=root_finder,
-                direction=[ev.diffrax_direction for ev in events],
+            # Events are checked on each step's dense output (`_guard`): the solve stops after a
+            # step with a crossing, located in its bracket by `_segments`.
+            self.core.solver = EventGuardSolver(
+                self.core.solver, tuple(events), self.unpack, num["event_tol"]
             )
-
-    @staticmethod
-    def _cond_fn(i, ev, unpack):
-        def cond_fn(t, y, args, **kwargs):
-            c, _ = rules.as_float_cond(ev.cond(t, unpack(y), args["args"]))
-            c = jnp.where((t == args["t_start"]) & args["ov"][i], args["ovs"][i], c)
-            # A condition disabled for a re-solve is constant (cannot cross), start included.
-            return jnp.where(args["dis"][i], 1.0, c)
-
-        return cond_fn
 
     def tick(self, t_k, y, z, held, due):
         return tick(self.models, self.args, t_k, y, z, held, due)
@@ -201,15 +191,19 @@ def _initial_carry(run, y0, z0, held0, B):
     override, sign0 = jnp.zeros((n_ev,), bool), jnp.ones((n_ev,))
     level0 = jnp.zeros((0,), bool)
     if n_ev:
-        # A condition exactly zero at t0 takes the sign of where it is heading (as at a restart).
-        c00, r00, _ = rules.cond_values(
-            run, run.t0, y0, args0, segments.next_up(run.t0), segments.next_down(B[0])
-        )
-        override = (c00 == 0) & (r00 != 0)
-        sign0 = jax.lax.stop_gradient(jnp.where(r00 != 0, jnp.sign(r00), 1.0))
-        rhs0 = rhs0 + 1
+        # A condition exactly zero at t0 heading into its firing side fires at t0 (as scipy's
+        # solve_ivp, bdsim's solver, does); heading away, it takes the sign it heads to.
+        c00, r00, _, a00, used = rules.cond_values(
+            run, run.t0, y0, args0, segments.next_up(run.t0), segments.next_down(B[0]),
+            accel=True,
+        )  # fmt: skip
+        head = rules.heading(r00, a00)
+        override = (c00 == 0) & (head != 0)
+        into = rules.into_firing_side(run, head)
+        sign0 = jax.lax.stop_gradient(jnp.where(override, jnp.where(into, -head, head), 1.0))
+        rhs0 = rhs0 + 1 + used.astype(int)
         # A terminal condition that already holds at t0 ends the run at once (logged at t0).
-        level0 = rules.level_holds(run, c00, r00)
+        level0 = rules.level_holds(run, c00, head)
         rows0 = jnp.where(level0, jnp.cumsum(level0.astype(int)) - 1, cfg.max_events)
         log = log.write(rows0, run.t0, jnp.arange(n_ev), y0, y0, z0, z0)
     n_level = jnp.sum(level0.astype(int))
@@ -271,7 +265,7 @@ def run_hybrid(model, models, events, y0, args, held0, disc, ts, dsolver, root_f
             f = jnp.asarray(False)
             ev = rules.EventOutcome(
                 f, f, c.arming.override, y_e, c.z, jnp.asarray(0), f, f, c.arming.sign,
-                c.event_log,
+                c.event_log, f, t_e,
             )  # fmt: skip
 
         # No event: the segment reached t_b (a boundary, or the cap of a re-solve).
@@ -316,11 +310,16 @@ def run_hybrid(model, models, events, y0, args, held0, disc, ts, dsolver, root_f
         stopped = c.status.stopped | ev.stop
         overflow = c.status.overflow | ev.over
         result = RESULTS.where(c.status.result == RESULTS.successful, seg.result, c.status.result)
+        # Zeno: the run fails at the accumulation time (t_final), after logging the firings.
+        result = RESULTS.where(ev.zeno & (result == RESULTS.successful), RESULTS.zeno, result)
         status = Status(
-            done | (new_k >= n_total) | stopped | ev.over | failed, stopped, overflow, result
+            done | (new_k >= n_total) | stopped | ev.over | failed | ev.zeno,
+            stopped,
+            overflow,
+            result,
         )
         new = Carry(
-            t=jnp.where(moved, t_e, t_a),
+            t=jnp.where(ev.zeno, ev.t_zeno, jnp.where(moved, t_e, t_a)),
             y=where(ev.accept, ev.y, where(reached | (failed & ~bad_state), y_e, c.y)),
             z=where(ev.accept, ev.z, where(at_boundary, z_t, c.z)),
             held=where(at_boundary, held_t, c.held),

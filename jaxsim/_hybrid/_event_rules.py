@@ -32,26 +32,70 @@ def triggered(old, new, direction):
     return (jnp.sign(old) > 0) & (jnp.sign(new) <= 0)
 
 
-def cond_values(run, t, y, args_m, lo, hi):
-    """Each condition's value, rate along the trajectory (0 for booleans) and kind (static)."""
+# Time step [s] (relative to max(1, |t|)) of the finite difference of the condition's rate that
+# gives its second derivative where the rate vanishes (only its sign and size matter there).
+ACCEL_STEP = 1e-6
+# Relative agreement of successive ratios of the intervals between firings of one event that
+# counts as a geometric (Zeno) sequence (an exact bouncing ball agrees to ~1e-10).
+ZENO_RATIO_RTOL = 1e-4
+
+
+def cond_values(run, t, y, args_m, lo, hi, accel=False):
+    """Each condition's value, rate along the trajectory (0 for booleans) and kind (static); with
+    `accel`, also its second time derivative along the trajectory where its rate vanishes (a
+    finite difference of the rate over `ACCEL_STEP`, 0 elsewhere) and whether that took one more
+    drift evaluation."""
     if not run.n_ev:
-        return jnp.zeros((0,)), jnp.zeros((0,)), ()
-    vals, rates, kinds = [], [], []
-    f = run.model.drift(inside(t, lo, hi), y, args_m)
-    for ev in run.events:
+        out = jnp.zeros((0,)), jnp.zeros((0,)), ()
+        return out + (jnp.zeros((0,)), jnp.asarray(False)) if accel else out
+    kinds = tuple(
+        bool(jnp.issubdtype(jax.eval_shape(ev.cond, t, y, args_m).dtype, jnp.bool_))
+        for ev in run.events
+    )
+    is_bool = jnp.asarray(kinds)
 
-        def c_of(tt, yy, ev=ev):
-            return as_float_cond(ev.cond(tt, yy, args_m))[0]
+    def c_all(tt, yy):
+        return jnp.stack([as_float_cond(ev.cond(tt, yy, args_m))[0] for ev in run.events])
 
-        c, cdot = jax.jvp(c_of, (t, y), (jnp.ones_like(t), f))
-        is_bool = jnp.issubdtype(jax.eval_shape(ev.cond, t, y, args_m).dtype, jnp.bool_)
-        vals.append(c)
-        rates.append(jnp.where(is_bool, 0.0, cdot))
-        kinds.append(is_bool)
-    return jnp.stack(vals), jax.lax.stop_gradient(jnp.stack(rates)), tuple(kinds)
+    def with_rate(tt, yy):
+        f = run.model.drift(inside(tt, lo, hi), yy, args_m)
+        c, cdot = jax.jvp(c_all, (tt, yy), (jnp.ones_like(tt), f))
+        return c, jnp.where(is_bool, 0.0, cdot), f
+
+    c, cdot, f = with_rate(t, y)
+    out = c, jax.lax.stop_gradient(cdot), kinds
+    if not accel:
+        return out
+    ts, ys, fs = jax.lax.stop_gradient((t, y, f))
+    need = jnp.any((out[1] == 0) & ~is_bool)  # only where a rate vanishes (rare)
+
+    def second(_):
+        dt = ACCEL_STEP * jnp.maximum(1.0, jnp.abs(ts))
+        _, cdot2, _ = with_rate(ts + dt, jax.tree_util.tree_map(lambda u, v: u + dt * v, ys, fs))
+        return (cdot2 - out[1]) / dt
+
+    acc = jax.lax.cond(need, second, lambda _: jnp.zeros_like(out[1]), None)
+    return out + (jax.lax.stop_gradient(acc), need)
 
 
-def level_holds(run, vals, rates):
+def heading(rates, accels):
+    """Where a condition at zero is heading: the sign of its rate, else of its second derivative
+    (0 when both vanish)."""
+    sgn = lambda x: jnp.where(x > 0, 1.0, jnp.where(x < 0, -1.0, 0.0))
+    return jnp.where(rates != 0, sgn(rates), sgn(accels))
+
+
+def into_firing_side(run, heads):
+    """Whether each condition heading `heads` (+-1) moves into the side its event fires into
+    (rising: up, falling: down, both: either)."""
+    out = []
+    for i, ev in enumerate(run.events):
+        d = ev.diffrax_direction
+        out.append(heads[i] != 0 if d is None else (heads[i] > 0 if d else heads[i] < 0))
+    return jnp.stack(out) if out else jnp.zeros((0,), bool)
+
+
+def level_holds(run, vals, heads):
     """Terminal events already on the side they fire into (level-triggered stops).
 
     Rising: c > 0, or c == 0 heading up; falling: c < 0, or c == 0 heading down (a boolean
@@ -63,10 +107,34 @@ def level_holds(run, vals, rates):
         if not ev.terminal or d is None:
             out.append(jnp.asarray(False))
         elif d:
-            out.append((vals[i] > 0) | ((vals[i] == 0) & (rates[i] > 0)))
+            out.append((vals[i] > 0) | ((vals[i] == 0) & (heads[i] > 0)))
         else:
-            out.append((vals[i] < 0) | ((vals[i] == 0) & (rates[i] < 0)))
+            out.append((vals[i] < 0) | ((vals[i] == 0) & (heads[i] < 0)))
     return jnp.stack(out) if out else jnp.zeros((0,), bool)
+
+
+def geometric_accumulation(run, log, count, fired, t1):
+    r"""`(zeno, t_z)`: a fired event whose last four firing times have intervals shrinking by a
+    constant ratio r < 1 (within `ZENO_RATIO_RTOL`) with the accumulation time
+    $t_z = t_4 + \Delta_3 r / (1 - r)$ (the geometric series' sum, Aitken's extrapolation) not after
+    `t1`: the run cannot reach `t1` without infinitely many firings."""
+    n = log.t.shape[0]
+    rows = jnp.arange(n)
+    zeno, t_z = jnp.asarray(False), jnp.asarray(jnp.inf)
+    for i in range(run.n_ev):
+        valid = (rows < count) & (log.index == i)
+        rank = jnp.cumsum(valid[::-1])[::-1]  # valid rows at or after each row
+        tk = [jnp.sum(jnp.where(valid & (rank == j), log.t, 0.0)) for j in (4, 3, 2, 1)]
+        d1, d2, d3 = tk[1] - tk[0], tk[2] - tk[1], tk[3] - tk[2]
+        ok = (jnp.sum(valid) >= 4) & (d1 > 0) & (d2 > 0) & (d3 > 0)
+        r1 = d2 / jnp.where(ok, d1, 1.0)
+        r2 = d3 / jnp.where(ok, d2, 1.0)
+        geo = ok & (r2 < 1) & (jnp.abs(r2 - r1) <= ZENO_RATIO_RTOL * r1)
+        tz = tk[3] + d3 * r2 / jnp.where(geo, 1.0 - r2, 1.0)
+        hit = fired[i] & geo & (tz <= t1)
+        zeno = zeno | hit
+        t_z = jnp.where(hit, jnp.minimum(t_z, tz), t_z)
+    return zeno, jax.lax.stop_gradient(t_z)
 
 
 def _crossings(run, c, t_a, t_b, t_e, y_e, args_m, mask):
@@ -115,6 +183,8 @@ class EventOutcome(eqx.Module):
     over: jax.Array  # more firings than max_events
     sign: jax.Array  # restart signs of the conditions
     log: EventLogBuffer
+    zeno: jax.Array  # firings accumulate (the run fails with RESULTS.zeno)
+    t_zeno: jax.Array  # the accumulation time
 
 
 def handle(run, c, t_a, t_b, seg, args_m, reported):
@@ -149,15 +219,35 @@ def handle(run, c, t_a, t_b, seg, args_m, reported):
 
     def restart(_):
         lo_n = next_up(t_e)
-        c_a, r_a, _ = cond_values(run, t_e, yb, args_m, lo_n, jnp.maximum(lo_n, next_down(t_b)))
+        c_a, r_a, _, a_a, _ = cond_values(
+            run, t_e, yb, args_m, lo_n, jnp.maximum(lo_n, next_down(t_b)), accel=True
+        )
+        tol = run.num["event_tol"]
+        head = heading(r_a, a_a)
         # On the surface (within event_tol of it in time), the sign of where the condition is
         # heading; a reset that moved the state off the surface keeps the sign of c.
-        on_surface = (c_a == 0) | (jnp.abs(c_a) <= jnp.abs(r_a) * run.num["event_tol"])
-        s = jnp.where(on_surface & (r_a != 0), jnp.sign(r_a), sign(c_a))
-        return jax.lax.stop_gradient(s), level_holds(run, c_a, r_a) & ~simul
+        on_surface = (c_a == 0) | (
+            jnp.abs(c_a) <= jnp.abs(r_a) * tol + 0.5 * jnp.abs(a_a) * tol * tol
+        )
+        s = jnp.where(on_surface & (head != 0), head, sign(c_a))
+        # At rest on the surface: a fired event with a reset whose condition has no rate and
+        # accelerates into its firing side; the reset cannot move it off the surface: firings
+        # accumulate at t_e (Zeno).
+        resets = jnp.asarray([ev.reset is not None for ev in run.events])
+        at_rest = (
+            simul
+            & resets
+            & on_surface
+            & (r_a == 0)
+            & into_firing_side(run, heading(jnp.zeros_like(a_a), a_a))
+        )
+        return jax.lax.stop_gradient(s), level_holds(run, c_a, head) & ~simul, jnp.any(at_rest)
 
-    new_sign, holds = jax.lax.cond(
-        accept, restart, lambda _: (c.arming.sign, jnp.zeros((n_ev,), bool)), None
+    new_sign, holds, at_rest = jax.lax.cond(
+        accept,
+        restart,
+        lambda _: (c.arming.sign, jnp.zeros((n_ev,), bool), jnp.asarray(False)),
+        None,
     )
     # Level-triggered stop after the resets: logged as firings at t_e (post-reset state).
     level = accept & ~terminal & jnp.any(holds)
@@ -166,6 +256,11 @@ def handle(run, c, t_a, t_b, seg, args_m, reported):
         row = jnp.where(level & holds[i], nev + n_new + rank_l[i], cfg.max_events)
         log = log.write(row, t_e, i, yb, yb, zb, zb)
     n_new = n_new + jnp.where(level, jnp.sum(holds.astype(int)), 0)
+    # Zeno: at rest on a surface (accumulation at t_e), or firing times of one event shrinking
+    # geometrically towards a time before t1 (accumulation there).
+    geo, t_geo = geometric_accumulation(run, log, nev + n_new, simul, run.cfg.t1)
+    zeno = accept & ~terminal & ~level & (at_rest | geo)
+    t_zeno = jnp.where(at_rest, t_e, t_geo)
     return EventOutcome(
         accept=accept,
         conflict=conflict,
@@ -177,4 +272,6 @@ def handle(run, c, t_a, t_b, seg, args_m, reported):
         over=accept & (nev + n_new > cfg.max_events),
         sign=new_sign,
         log=log,
+        zeno=zeno,
+        t_zeno=jax.lax.stop_gradient(t_zeno),
     )

@@ -102,3 +102,31 @@ def default_root_finder(events, t0, y0, args_m, root_finder):
     if isinstance(root_finder, optx.Bisection):
         root_finder = _SummedBisection(root_finder)
     return root_finder
+
+
+def locate(events, info, interp, unpack, args_user, root_finder):
+    """`(t, result)`: the crossing of event `info.index` in the bracket `[info.lo, info.hi]` of the
+    check grid (`jaxsim._hybrid._guard`), on the step's dense output `interp`.
+
+    The root finder starts from the secant of the bracket and stays in it; the time is
+    differentiable through the dense output (implicit function theorem, as optimistix does).
+    """
+    lo, hi, c_lo, c_hi = info.lo, info.hi, info.c_lo, info.c_hi
+
+    def one(ev):
+        def g(t):
+            c = jnp.asarray(ev.cond(t, unpack(interp.evaluate(t)), args_user))
+            return jnp.where(c, 1.0, -1.0) if c.dtype == bool else c.astype(float)
+
+        return g
+
+    branches = [one(ev) for ev in events]
+
+    def fn(t, _):
+        return jax.lax.switch(info.index, branches, t)
+
+    denom = c_lo - c_hi
+    guess = jnp.where(denom != 0, lo + (hi - lo) * c_lo / jnp.where(denom != 0, denom, 1.0), hi)
+    guess = jnp.clip(jnp.where(c_lo == 0, lo, guess), lo, hi)
+    sol = optx.root_find(fn, root_finder, guess, options={"lower": lo, "upper": hi}, throw=False)
+    return sol.value, sol.result

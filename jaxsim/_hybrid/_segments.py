@@ -10,10 +10,13 @@ import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
+import optimistix as optx
 
 from .._results import RESULTS, promote
 from .._simulate import _GRID_RTOL, _all_finite
 from .._solvers import AbstractFixedStepSolver
+from . import _guard as guard
+from ._roots import locate
 
 
 class SegmentResult(eqx.Module):
@@ -194,27 +197,54 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
         a,
         saveat=saveat,
         stepsize_controller=run.controller,
-        event=run.event,
         max_steps=cfg.max_steps,
         throw=False,
         controller_state=c.controller_state if cfg.adaptive else None,
     )
     t_end = sol.ts[1][0]
+    v_end = jtu.tree_map(lambda u: u[0], sol.ys[1])
+    at_event = jnp.asarray(False)
+    state = sol.solver_state
+    mask = jnp.zeros((n_ev,), bool)
+    guard_res = RESULTS.successful
+    if n_ev:
+        # The check grid stopped the solve after a step with a crossing (or a failed check):
+        # locate the crossing in its bracket on that step's dense output.
+        state, info = state
+        at_event = (sol.result == guard.STOP) & (info.status != guard.NONE)
+        crossing = at_event & (info.status == guard.CROSSING)
+        interp = run.core.solver.interpolation_cls(t0=info.t0, t1=info.t1, **info.dense)
+        t_root, root_res = jax.lax.cond(
+            crossing,
+            lambda: locate(run.events, info, interp, run.unpack, args_m, run.root_finder),
+            lambda: (info.lo, optx.RESULTS.successful),
+        )
+        t_end = jnp.where(crossing, t_root, jnp.where(at_event, info.lo, t_end))
+        v_end = jtu.tree_map(lambda a, b: jnp.where(at_event, a, b), interp.evaluate(t_end), v_end)
+        mask = (jnp.arange(n_ev) == info.index) & crossing
+        guard_res = RESULTS.where(
+            crossing & (root_res != optx.RESULTS.successful),
+            RESULTS.event_location_failed,
+            RESULTS.where(
+                at_event & (info.status == guard.NONFINITE),
+                RESULTS.event_condition_nonfinite,
+                RESULTS.where(
+                    at_event & (info.status == guard.UNRESOLVED),
+                    RESULTS.event_location_failed,
+                    RESULTS.successful,
+                ),
+            ),
+        )
     # At an event the state is interpolated in the last step's starting coordinates: map it,
     # and count the map's switches up to the event instead of those of the whole last step.
-    y_end, end_counts = run.model.step_map(
-        t_end, run.unpack(jtu.tree_map(lambda u: u[0], sol.ys[1]))
-    )
-    _, seg_counts, last_counts = sol.solver_state
-    at_event = sol.result == dfx.RESULTS.event_occurred
+    y_end, end_counts = run.model.step_map(t_end, run.unpack(v_end))
+    _, seg_counts, last_counts = state
     seg_counts = jtu.tree_map(
         lambda a, b, e: jnp.where(at_event, a - b + e.astype(a.dtype), a),
         seg_counts,
         last_counts,
         end_counts,
     )
-    mask = jnp.stack([jnp.asarray(x) for x in sol.event_mask]) if n_ev else jnp.zeros((0,), bool)
-    mask = mask & at_event
     tried = jnp.asarray(sol.stats["num_steps"]).astype(jnp.int64)
     accepted = jnp.asarray(sol.stats["num_accepted_steps"]).astype(jnp.int64)
     rhs = (1 + (cfg.stages - 1) * tried) if cfg.fsal else cfg.stages * tried
@@ -224,6 +254,7 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
         dtp = cst[1]
     ok = (sol.result == dfx.RESULTS.successful) | at_event
     res = promote(dfx.RESULTS.where(ok, dfx.RESULTS.successful, sol.result), events=n_ev > 0)
+    res = RESULTS.where(res == RESULTS.successful, guard_res, res)
     res = RESULTS.where(_all_finite(y_end), res, RESULTS.nonfinite_state)
     return SegmentResult(
         y_end, t_end, mask, win_idx, win_t, jax.vmap(run.unpack)(sol.ys[0]), dtp, cst, accepted,
