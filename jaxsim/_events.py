@@ -55,10 +55,11 @@ Rules of the driver (see `jaxsim/_hybrid/`):
 - **Simultaneous events.** After the solver stops at $t_e$ for one event, every other event whose
   condition has also crossed, with an estimated crossing time $c/\dot c$ within `event_tol` of
   $t_e$, fires at $t_e$ too. Resets run in **declaration order**, each on the state left by the
-  previous one; the run stops after them if any of them is terminal. An event that crossed
-  *earlier* than $t_e$ in the same step (diffrax reports the first condition in leaf order, not
-  the earliest) triggers a re-solve of the segment up to $t_e$ without the reported condition, so
-  the earliest crossing is always the one handled.
+  previous one; the run stops after them if any of them is terminal. The check grid brackets
+  the earliest crossing of a step (below); should another condition still show a crossing
+  *earlier* than $t_e$ (two within `event_tol` of each other in one bracket), the segment is
+  solved again up to $t_e$ without the reported condition, so the earliest crossing is always the
+  one handled.
 - **No re-firing on the surface.** At a restart after an event, a fired condition still on its
   surface (within `event_tol` of it in time) takes as its initial sign the sign of $\dot c$ just
   after the reset (where the trajectory is heading; of $\ddot c$ where $\dot c = 0$), not the

@@ -25,7 +25,8 @@ steps they precede (`_grid.py`), bit for bit the plain run when the clocks chang
 
 **Modules.** `_setup` (checks, tick plan, the choice of path), `_driver` (the scan over
 segments and the result), `_segments` (one segment solve), `_event_rules` (crossings, resets,
-restart signs, level-triggered stops), `_roots` (root finders), `_carry` (the named loop state),
+restart signs, level-triggered stops), `_guard` (each condition checked on every step's dense
+output), `_roots` (root finders), `_carry` (the named loop state),
 `_grid` (clocked runs on the step grid).
 
 **Step size across boundaries.** Adaptive solvers carry the controller's *proposed* next step
@@ -52,8 +53,8 @@ Samples after a terminal event are NaN.
 
 **Assumptions and limitations:** the clock schedule and `ts` are static; the number of
 discontinuity times is static (their values may be traced); fixed-step solvers cannot take a
-traced boundary onto their grid (they split the step there); diffrax's event traps handled here
-are listed in `_events.py`.
+traced boundary onto their grid (they split the step there); what event detection guarantees is
+stated in `_events.py` and `_guard.py`.
 
 **Reference:** Hairer, Norsett & Wanner, *Solving ODEs I*, sec. II.4 and II.6.
 """

@@ -140,9 +140,9 @@ def geometric_accumulation(run, log, count, fired, t1):
 def _crossings(run, c, t_a, t_b, t_e, y_e, args_m, mask):
     """`(conflict, simultaneous)` after the solver stopped at `t_e` for the events in `mask`.
 
-    `conflict`: another condition crossed earlier in the same step (diffrax reports the first in
-    declaration order, not the earliest): the segment is solved again up to `t_e` without the
-    reported ones. `simultaneous`: every event that fires at `t_e` (crossing within `event_tol`).
+    `conflict`: another condition crossed earlier in the same step (two crossings in one bracket
+    of the check grid, shorter than `event_tol`): the segment is solved again up to `t_e` without
+    the reported ones. `simultaneous`: every event that fires at `t_e` (crossing within `event_tol`).
     """
     n_ev, arming = run.n_ev, c.arming
     c_e, r_e, kinds = cond_values(run, t_e, y_e, args_m, next_up(t_a), next_down(t_b))
