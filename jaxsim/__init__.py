@@ -27,6 +27,7 @@ from . import (  # plotting/results import matplotlib/xarray only when used
     kinematics as kinematics,
     montecarlo as montecarlo,
     optimize as optimize,
+    phases as phases,
     plotting as plotting,
     results as results,
     signals as signals,

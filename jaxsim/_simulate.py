@@ -398,7 +398,7 @@ def simulate(
         return _simulate_free(
             model, y0, args, solver, kind, horizon, dt=dt, rtol=rtol, atol=atol,
             max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, host=host,
-            adjoint=adjoint, start=start,
+            adjoint=adjoint, start=start, finish=checks.finish,
         )  # fmt: skip
     if kind.driver == "sde":
         from ._sde import simulate_sde
@@ -514,7 +514,7 @@ def _tolerance(x) -> np.ndarray:
 
 def _simulate_free(
     model, y0, args, solver, kind, horizon, *, dt, rtol, atol, max_steps, outputs, checkpoint,
-    throw, host, adjoint, start,
+    throw, host, adjoint, start, finish,
 ):  # fmt: skip
     """`simulate` with free times (`jaxsim._free_time`): the horizon's times are run-time inputs
     of the adaptive and fixed-step drivers (traced, or concrete arrays: one program per shape)."""
@@ -560,7 +560,7 @@ def _simulate_free(
         sol = guarded(rep, _run_fixed, model, y0, args, solver, ts, config, rep, (t0, horizon.dt))
         path = "fixed-step"
     sol = _free_time.finish(sol, horizon, throw)
-    return guarded(rep, raise_if_failed, sol, path) if host else sol
+    return guarded(rep, raise_if_failed, sol, path) if host else finish(sol)
 
 
 class _DiffraxFixed(AbstractFixedStepSolver):
