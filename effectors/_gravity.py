@@ -38,6 +38,7 @@ from jaxsim.validation import (
     check_unique_names,
 )
 
+from ._physical import positive
 from .astro._bodies import Body
 
 
@@ -58,10 +59,10 @@ class AbstractGravityBody(eqx.Module):
     def physical_checks(self) -> dict:
         """`{quantity: traced bool}` (read by `Spacecraft.validity`): `mu` > 0, and a body's
         reference `radius` > 0 where it has one."""
-        out = {"mu": jnp.all(jnp.asarray(self.mu) > 0)}
+        out = {"mu": positive(self.mu)}
         radius = getattr(self, "radius", None)
         if radius is not None:
-            out["radius"] = jnp.all(jnp.asarray(radius) > 0)
+            out["radius"] = positive(radius)
         return out
 
     @abc.abstractmethod

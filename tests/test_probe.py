@@ -475,6 +475,31 @@ def test_deleted_chunk_file_is_named_before_loading(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+def test_campaign_counts_invalid_members_by_cause(tmp_path):
+    """A campaign over a Normal hub mass: the members drawn with mass <= 0 are failed on disk
+    with the cause `invalid_model` (`failure_counts`), and `summarize_campaign` leaves them out."""
+    pytest.importorskip("zarr")
+    import jax.random as jr
+
+    from jaxsim import montecarlo as mc
+
+    sc = _rigid_sc()
+    y0 = sc.init_state(Z3, Z3, Z3, np.array([0.01, 0.02, 0.0]))
+
+    def member(p):
+        model = eqx.tree_at(lambda s: s.hub.mass, sc, p["m"])
+        return js.simulate(model, y0, 0.2, dt=0.1, outputs=False, throw=False)
+
+    disp = mc.Dispersions({"m": mc.Normal(1.0, 2.0, unit="kg")})
+    res = mc.run_campaign(member, disp, tmp_path / "c", key=jr.key(3), n=8, chunk_size=4)
+    n_bad = int(np.sum(np.asarray(res.params["m"]) <= 0))
+    assert n_bad > 0
+    counts = mc.failure_counts(tmp_path / "c")
+    assert counts == {js.RESULTS[js.RESULTS.invalid_model]: n_bad}
+    summary = mc.summarize_campaign(tmp_path / "c")
+    assert all(s.n_failed == n_bad for s in summary.values())
+
+
 def test_member_returning_a_string_is_refused():
     import jax.random as jr
 
