@@ -21,10 +21,8 @@ extra for cyipopt; a side whose package is missing is skipped and reported as su
 `benchmarks/results/trajopt.json` and `.md`.
 """
 
-import json
-import os
-import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -32,11 +30,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import optimize as jo
-from jaxsim.optimize.problems import BRYSON_HO, BRYSON_HO_RADIUS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # also runnable as a script
+
+from benchmarks import _common as cm  # noqa: E402
+from jaxsim import optimize as jo  # noqa: E402
+from jaxsim.optimize.problems import BRYSON_HO, BRYSON_HO_RADIUS  # noqa: E402
 
 
-RESULTS = Path(__file__).resolve().parent / "results"
+NAME = "trajopt"
 KNOTS, STEPS = 41, 200
 
 
@@ -175,21 +177,15 @@ def main():
         "published_r_tf": BRYSON_HO_RADIUS,
         "solvers": rows,
         "evaluation_costs": costs,
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_average_1min": os.getloadavg()[0],
-            "jax": jax.__version__,
-        },
+        "environment": cm.environment(),
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "trajopt.json").write_text(json.dumps(out, indent=2) + "\n")
+    load = out["environment"].get("loadavg_1m", float("nan"))
     lines = [
         "# Trajectory optimization: Bryson & Ho orbit transfer",
         "",
         f"Same transcription on every row (41 knots, 200 RK4 steps); published r(t_f) = "
-        f"{BRYSON_HO_RADIUS}. Load average {out['machine']['load_average_1min']:.1f} on "
-        f"{out['machine']['cpus']} CPUs (timings are noisy under load).",
+        f"{BRYSON_HO_RADIUS}. Load average {load:.1f} on {out['environment']['cpu_count']} CPUs "
+        "(timings are noisy under load).",
         "",
         "| solver | status | r(t_f) | violation | iterations | first solve [s] | warm solve [s] |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -218,7 +214,7 @@ def main():
         f"{c['first_call_full_jacobian_s']:.2f} s.",
         "",
     ]
-    (RESULTS / "trajopt.md").write_text("\n".join(lines))
+    cm.write_results(NAME, out, "\n".join(lines))
     print("\n".join(lines))
 
 
