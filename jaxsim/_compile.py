@@ -155,11 +155,12 @@ class _Jit:
 
 class RecompileWarning(UserWarning):
     """jaxsim compiled a program again for arguments of the same shapes because a compile-time
-    constant changed: a Python number, string or function given to `simulate` (in `args`, an
-    event, a clock's update, a signal, ...). Each new value, and each new function object (a
-    lambda built again, a closure over another number), compiles a new program. Pass numbers as
-    arrays (`jnp.asarray(k)`, traced: one program for every value) and build functions once.
-    Raised at the `WARN_AT_COMPILE`-th such compile of one shape, once per shape."""
+    constant changed: a function given to `simulate` (an event's condition, a clock's update, a
+    function field of a model), or a Python int or string where jaxsim keeps it as it is (`args`,
+    a user model's fields: `AbstractDynamicObject.ints_are_parameters`). Each new value, and each
+    new function object (a lambda built again, a closure over another number), compiles a new
+    program. Pass numbers as arrays (traced: one program for every value) and build functions
+    once. Warned at the `WARN_AT_COMPILE`-th (third) such compile of one shape, once per shape."""
 
 
 class _Recompiles:
