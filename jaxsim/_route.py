@@ -19,16 +19,15 @@ events or discontinuity times, step through their segments with the fixed-grid s
 `AbstractAdaptiveSolver` used without `dt`, and stochastic when it is one of diffrax's SDE-only
 schemes, or an SDE-capable one given with a key. `solver_kind` is the one place that reads them.
 
-**Combinations.** Every request either runs or is refused by name here: SDE requests with
-clocks, events, discontinuities or `dtmax` (not supported yet); `max_events`/`root_finder` without
-events; `dtmax` with a fixed-step solver (the SDE driver refuses an SDE request on a model
-without diffusion).
+**Combinations.** Every request either runs or is refused by name by the request's checks
+(`jaxsim._request.check_combinations`) before it is routed: SDE requests with clocks, events,
+discontinuities or `dtmax` (not supported yet); `max_events`/`root_finder` without events;
+`dtmax` with a fixed-step solver; an SDE request on a model without diffusion.
 """
 
 import dataclasses
 
 import diffrax as dfx
-import numpy as np
 
 from ._solvers import AbstractSolver
 
@@ -86,51 +85,12 @@ def route(
     events,
     discontinuities,
     dtmax,
-    max_events,
-    root_finder,
 ) -> SolverKind:
-    """The kind of the request and its driver; refuses, by name, what no driver supports."""
+    """The kind of the request and its driver (the request's checks, `jaxsim._request`, refuse
+    the combinations that no driver supports before this runs)."""
     kind = solver_kind(solver, dt=dt, key=key, dW=dW)
-    if dtmax is not None:
-        try:
-            d = np.asarray(dtmax, dtype=float)
-        except (TypeError, ValueError):  # traced: its shape only
-            d = None
-        if np.ndim(dtmax) != 0:
-            raise ValueError(
-                f"simulate: `dtmax` [s] must be a scalar; got shape {np.shape(dtmax)}."
-            )
-        if d is not None and not (np.isfinite(d) and d > 0):
-            raise ValueError(f"simulate: `dtmax` [s] must be finite and > 0; got {float(d)!r}.")
-    if not events:
-        for name, value in (("max_events", max_events), ("root_finder", root_finder)):
-            if value is not None:
-                raise ValueError(
-                    f"simulate: `{name}` applies to runs with `events`; got {name}={value!r} "
-                    "without events. Give `events=` or drop it."
-                )
-    segmented = {
-        "clocks": bool(clocks),
-        "events": bool(events),
-        "discontinuities": bool(discontinuities),
-        "dtmax": dtmax is not None,
-    }
-    given = [name for name, on in segmented.items() if on]
     if kind.stochastic:
-        if given:
-            raise ValueError(
-                f"simulate: the stochastic (SDE) drivers do not support {', '.join(given)} yet; "
-                f"got an SDE request (solver {kind.name}, key or dW given) with "
-                f"{', '.join(f'`{g}`' for g in given)}. Run the SDE without them, or the "
-                "deterministic model with them; nothing is dropped silently."
-            )
         return dataclasses.replace(kind, driver="sde")
-    if dtmax is not None and not kind.adaptive:
-        raise ValueError(
-            f"simulate: `dtmax` [s] bounds the steps of adaptive solvers; {kind.name} is "
-            f"fixed-step (got dtmax={dtmax}): its step is `dt`. To split the steps at the "
-            "model's (possibly traced) breakpoints, pass `discontinuities=[model]`."
-        )
-    if given:
+    if clocks or events or discontinuities or dtmax is not None:
         return dataclasses.replace(kind, driver="hybrid")
     return dataclasses.replace(kind, driver="adaptive" if kind.adaptive else "fixed")

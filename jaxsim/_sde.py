@@ -32,134 +32,53 @@ import math
 import diffrax as dfx
 import equinox as eqx
 import jax
-import jax.extend as jex
 import jax.numpy as jnp
 import jax.random as jr
 import jax.tree_util as jtu
 import numpy as np
 
 from ._compile import jit as jaxsim_jit
-from ._route import _DIFFRAX_SDE_ONLY
-from ._sde_solvers import AbstractSDESolver, ShARK, milstein_jvps
+from ._sde_solvers import AbstractSDESolver, ShARK
 
 
-# Same grid tolerance as the ODE driver (see `_simulate._GRID_RTOL`).
-_GRID_RTOL = 1e-9
-# Relative tolerance of the commutativity check L^j g_k == L^k g_j at y0 (Milstein): round-off only.
-_COMMUTE_RTOL = 1e-9
 # Longest sample interval [steps] whose key-mode increments are drawn in one block.
 _MAX_BLOCK = 512
-# diffrax solvers that are valid for SDEs (given MultiTerm(drift, diffusion)): the SDE-only
-# schemes the router knows, and those that also solve ODEs.
-_DIFFRAX_SDE = (dfx.Euler, dfx.Heun, dfx.ReversibleHeun, *_DIFFRAX_SDE_ONLY)
 
 
-def simulate_sde(
-    model,
-    y0,
-    t0,
-    t1,
-    ts,
-    *,
-    dt,
-    solver,
-    args,
-    rtol,
-    atol,
-    max_steps,
-    outputs,
-    checkpoint,
-    throw,
-    key,
-    dW,
-    dZ,
-    brownian,
-    adjoint=None,
-    adaptive=False,
-    progress=None,
-):
-    """Validate the SDE request and run the fixed-step or diffrax driver (see module docstring)."""
-    from ._simulate import _concrete
-
-    sname = type(solver).__name__
-    m = int(model.noise_dim)
-    if m == 0:
-        raise ValueError(
-            f"simulate: SDE request (solver {sname}, key or dW given) but `model` "
-            f"{type(model).__name__} has no diffusion (noise_dim == 0); use an ODE solver and no key."
-        )
-    is_jaxsim_sde = isinstance(solver, AbstractSDESolver | ShARK)
-    is_diffrax = isinstance(solver, dfx.AbstractSolver)
-    if not is_jaxsim_sde and not (is_diffrax and isinstance(solver, _DIFFRAX_SDE)):
-        raise ValueError(
-            f"simulate: `solver` {sname} is an ODE solver but `model` {type(model).__name__} is an "
-            f"SDE (noise_dim = {m}) and a key/dW was given; use EulerMaruyama, Heun, Milstein, SRA1 "
-            f"(fixed step) or ShARK (adaptive, additive noise), or drop the key to integrate the drift only."
-        )
-    if key is not None and dW is not None:
-        raise ValueError("simulate: give either `key` or prescribed increments `dW`, not both.")
-    if key is None and dW is None:
-        raise ValueError(
-            f"simulate: SDE solver {sname} needs a random `key` (jax.random.key(seed)) or "
-            "prescribed Wiener increments `dW`; got neither."
-        )
-    if dZ is not None and dW is None:
-        raise ValueError("simulate: `dZ` is used only together with prescribed `dW`.")
-    if not (brownian in ("increments", "tree") or isinstance(brownian, dfx.AbstractBrownianPath)):
-        raise ValueError(
-            "simulate: `brownian` must be 'increments', 'tree' or a diffrax.AbstractBrownianPath; "
-            f"got {brownian!r}."
-        )
-    noise_kind = getattr(solver, "noise", "general")
-    if is_diffrax and isinstance(solver, dfx.SRA1 | dfx.ShARK | dfx.SEA | dfx.SPaRK):
-        noise_kind = "additive"
-    if noise_kind == "additive" and diffusion_depends_on_state(model, t0, y0, args):
-        raise ValueError(
-            f"simulate: `solver` {sname} requires additive noise (diffusion independent of the "
-            f"state), but {type(model).__name__}.diffusion depends on `y`; use EulerMaruyama, "
-            "Milstein (commutative noise) or Heun (Stratonovich)."
-        )
-    if noise_kind == "commutative" and m > 1:
-        _check_commutative(model, t0, y0, args, sname)
-
-    # `adaptive`: the solver's kind, decided by the router (`jaxsim._route`).
-    if is_diffrax or adaptive:
-        if dW is not None:
-            raise ValueError(
-                f"simulate: prescribed `dW` works with jaxsim's fixed-step SDE solvers only; got {sname}."
-            )
-        if adaptive and (rtol is None or atol is None):
-            raise ValueError(
-                f"simulate: adaptive SDE solver {sname} needs `rtol` and `atol`; "
-                f"got rtol={rtol}, atol={atol}."
-            )
-        if not adaptive and dt is None:
-            raise ValueError(f"simulate: fixed-step SDE solver {sname} needs `dt` [s]; got None.")
+def simulate_sde(req, *, throw, progress=None):
+    """Run an SDE request (checked by `jaxsim._request.build_request`) on the fixed-step or
+    diffrax driver (see module docstring). `throw`: in-program checks (False when `simulate`
+    checks the result on the host)."""
+    model, solver, t0, t1, ts = req.model, req.solver, req.t0, req.t1, req.ts
+    m = req.noise_dim
+    brownian = req.brownian
+    if isinstance(solver, dfx.AbstractSolver) or req.kind.adaptive:
+        is_jaxsim_sde = isinstance(solver, AbstractSDESolver | ShARK)
         dsolver = solver.to_diffrax() if is_jaxsim_sde else solver
         levy = isinstance(dsolver, dfx.AbstractSRK | dfx.SRA1 | dfx.ShARK)
-        dt0 = None if dt is None else float(_concrete("dt", dt))
+        dt0 = req.dt
         if isinstance(brownian, dfx.AbstractBrownianPath):
             path = brownian
         else:
             tol = (t1 - t0) / 2**20 if dt0 is None else min(0.5 * dt0, (t1 - t0) / 2**16)
             area = dfx.SpaceTimeLevyArea if levy else dfx.BrownianIncrement
-            path = dfx.VirtualBrownianTree(t0, t1, tol, (m,), key, levy_area=area)
+            path = dfx.VirtualBrownianTree(t0, t1, tol, (m,), req.key, levy_area=area)
         controller = (
             dfx.PIDController(
                 # Arrays: arguments of the program, so a sweep over them compiles once.
-                rtol=np.asarray(float(rtol)),
-                atol=np.asarray(float(atol)),
+                rtol=np.asarray(float(req.rtol)),
+                atol=np.asarray(float(req.atol)),
                 jump_ts=None if not model.breakpoints() else jnp.asarray(model.breakpoints()),
                 # Steps end on the sample times: interpolating a rough path between steps is wrong.
                 step_ts=jnp.asarray(ts),
             )
-            if adaptive
+            if req.kind.adaptive
             else dfx.ConstantStepSize()
         )
-        sol = _run_sde_diffrax(
+        return _run_sde_diffrax(
             model,
-            y0,
-            args,
+            req.y0,
+            req.args,
             dsolver,
             path,
             controller,
@@ -167,143 +86,35 @@ def simulate_sde(
             t1,
             jnp.asarray(ts),
             dt0,
-            int(max_steps),
-            bool(outputs),
+            req.max_steps,
+            req.outputs,
             bool(throw),
-            adjoint,
+            req.adjoint,
             progress,
         )
-        return sol
 
-    if rtol is not None or atol is not None:
-        raise ValueError(
-            f"simulate: `rtol`/`atol` apply to adaptive solvers only; {sname} is fixed-step "
-            f"(got rtol={rtol}, atol={atol})."
-        )
-    if dt is None:
-        raise ValueError(f"simulate: fixed-step SDE solver {sname} needs `dt` [s]; got None.")
-    dt = float(_concrete("dt", dt))
-    if not dt > 0:
-        raise ValueError(f"simulate: `dt` [s] must be > 0; got {dt}.")
-    seg = _segments(ts, t0, t1, dt)
-    n_steps = int(seg.sum())
-    if dW is not None:
-        noise = _PrescribedNoise(
-            _check_increments("dW", dW, n_steps, m),
-            _check_increments("dZ", dZ, n_steps, m) if solver.uses_dZ else None,
-        )
-        if solver.uses_dZ and dZ is None:
-            raise ValueError(
-                f"simulate: {sname} needs the second Gaussian `dZ` (shape ({n_steps}, {m})) "
-                "together with prescribed `dW`."
-            )
+    dt = req.dt
+    if req.dW is not None:
+        noise = _PrescribedNoise(req.dW, req.dZ)
     elif isinstance(brownian, dfx.AbstractBrownianPath) or brownian == "tree":
         if isinstance(brownian, dfx.AbstractBrownianPath):
             path = brownian
         else:
             area = dfx.SpaceTimeLevyArea if solver.uses_dZ else dfx.BrownianIncrement
             tol = min(0.5 * dt, (t1 - t0) / 2**16)
-            path = dfx.VirtualBrownianTree(t0, t1, tol, (m,), key, levy_area=area)
+            path = dfx.VirtualBrownianTree(t0, t1, tol, (m,), req.key, levy_area=area)
         noise = _TreeNoise(path, solver.uses_dZ)
     else:
-        noise = _KeyNoise(key, m, solver.uses_dZ)
+        noise = _KeyNoise(req.key, m, solver.uses_dZ)
     config = _SDEConfig(
         t0=t0,
         dt=dt,
-        seg=tuple(int(s) for s in seg),
-        outputs=bool(outputs),
-        checkpoint=bool(checkpoint),
+        seg=req.seg,
+        outputs=req.outputs,
+        checkpoint=req.checkpoint,
         throw=bool(throw),
     )
-    return _run_sde_fixed(model, y0, args, solver, noise, jnp.asarray(ts), config, progress)
-
-
-# --------------------------------------------------------------------------------------------------
-# Checks
-
-
-def _segments(ts, t0, t1, dt):
-    idx = (ts - t0) / dt
-    off = np.abs(idx - np.round(idx)) > _GRID_RTOL * np.maximum(1.0, idx)
-    if np.any(off):
-        raise ValueError(
-            f"simulate: with fixed step `dt`={dt} s every sample time must be t0 + k*dt; got "
-            f"off-grid time(s) {ts[off][:5]} (the horizon t1 - t0 = {t1 - t0} s must also be a "
-            "multiple of dt)."
-        )
-    idx = np.round(idx).astype(np.int64)
-    return np.diff(np.concatenate([[0], idx]))
-
-
-def _check_increments(name, arr, n_steps, m):
-    if arr is None:
-        return None
-    shape = tuple(jnp.shape(arr))
-    if shape != (n_steps, m):
-        raise ValueError(
-            f"simulate: `{name}` must have shape (n_steps, noise_dim) = ({n_steps}, {m}) "
-            f"[sqrt(s)]; got shape {shape}."
-        )
-    return jnp.asarray(arr, dtype=float)
-
-
-def diffusion_depends_on_state(model, t, y, args) -> bool:
-    """True when the jaxpr of `model.diffusion(t, ., args)` has an output that depends on `y`.
-
-    A static data-flow analysis (no evaluation): exact through nested `jit` calls, conservative
-    elsewhere (any primitive with a state-dependent input counts as state-dependent).
-    """
-    closed = jax.make_jaxpr(lambda yy: model.diffusion(t, yy, args))(y)
-    return any(_jaxpr_deps(closed.jaxpr, [True] * len(closed.jaxpr.invars)))
-
-
-def _jaxpr_deps(jaxpr, in_deps):
-    dep = dict(zip(jaxpr.invars, in_deps))
-
-    def isdep(a):
-        return not isinstance(a, jex.core.Literal) and dep.get(a, False)
-
-    for eqn in jaxpr.eqns:
-        ins = [isdep(a) for a in eqn.invars]
-        outs = None
-        if any(ins):
-            for p in eqn.params.values():
-                sub = p.jaxpr if isinstance(p, jex.core.ClosedJaxpr) else p
-                if (
-                    isinstance(sub, jex.core.Jaxpr)
-                    and len(sub.invars) == len(ins)
-                    and len(sub.outvars) == len(eqn.outvars)
-                ):
-                    outs = _jaxpr_deps(sub, ins)
-                    break
-            if outs is None:
-                outs = [True] * len(eqn.outvars)
-        else:
-            outs = [False] * len(eqn.outvars)
-        for v, d in zip(eqn.outvars, outs):
-            dep[v] = d
-    return [isdep(v) for v in jaxpr.outvars]
-
-
-def _concrete_tree(tree) -> bool:
-    return not any(isinstance(x, jax.core.Tracer) for x in jtu.tree_leaves(tree))
-
-
-def _check_commutative(model, t, y, args, sname):
-    """Milstein's product formula needs L^j g_k = L^k g_j; check it at y0 when everything is concrete."""
-    if not (_concrete_tree(eqx.filter(model, eqx.is_array)) and _concrete_tree(y)):
-        return
-    _, Lg = milstein_jvps(model.diffusion, t, y, args)
-    for L in jtu.tree_leaves(Lg):
-        L = np.asarray(L)
-        LT = np.swapaxes(L, 0, -1)
-        scale = max(float(np.max(np.abs(L))), 1e-300)
-        if np.max(np.abs(L - LT)) > _COMMUTE_RTOL * scale:
-            raise ValueError(
-                f"simulate: `solver` {sname} needs commutative noise (L^j g_k = L^k g_j), but the "
-                f"diffusion of {type(model).__name__} is not commutative at y0 (max mismatch "
-                f"{np.max(np.abs(L - LT)):.3g}); use EulerMaruyama or Heun."
-            )
+    return _run_sde_fixed(model, req.y0, req.args, solver, noise, jnp.asarray(ts), config, progress)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from ._dynamic_object import AbstractDynamicObject
 from ._events import Event
 from ._host_checks import nonfinite_message, on_host, raise_if_failed
 from ._layout import StateLayout
+from ._request import GRID_RTOL, build_request
 from ._results import RESULTS
 from ._signals import concrete_breakpoints
 from ._solvers import (
@@ -53,9 +54,8 @@ from ._step_context import step_interval
 from ._validity import InProgram
 
 
-# Relative tolerance for "this sample time lies on the step grid": well above float64 round-off of
-# t/dt for horizons up to 1e9 steps, far below any meaningful step fraction.
-_GRID_RTOL = 1e-9
+# The step-grid tolerance of the request's checks (also used by the segment driver).
+_GRID_RTOL = GRID_RTOL
 
 
 class Solution(eqx.Module):
@@ -116,6 +116,10 @@ _DIFFRAX_KEYS = ("dt0", "saveat", "stepsize_controller", "progress_meter")
 _TRANSLATED = ("dt", "ts", "rtol", "atol", "dtmax", "progress")
 
 
+# JAX's error for a `jvp` of a `custom_vjp` function (a reverse-mode adjoint).
+_FORWARD_MODE_ERROR = "can't apply forward-mode autodiff (jvp) to a custom_vjp function"
+
+
 def _with_info(run):
     """`simulate` taking diffrax's spellings (translated into jaxsim's arguments before anything
     else, so that every driver and the run's metadata see jaxsim's) and returning its `Solution`
@@ -145,8 +149,18 @@ def _with_info(run):
             kwargs.update((k, update[k]) for k in _TRANSLATED if k in update)
         # The argument checks' small eager programs are jaxsim's too: with the persistent cache
         # on (`jaxsim.enable_cache`) they are stored whatever their compile time.
-        with for_jaxsim_programs():
-            sol = run(model, y0, t1, **kwargs)
+        try:
+            with for_jaxsim_programs():
+                sol = run(model, y0, t1, **kwargs)
+        except TypeError as err:
+            if _FORWARD_MODE_ERROR not in str(err):
+                raise
+            raise TypeError(
+                "simulate: forward-mode differentiation (`jax.jvp`, `jax.jacfwd`, `jax.hessian`) "
+                "through an adaptive or segmented solve needs `adjoint=diffrax.ForwardMode()`; "
+                "the default adjoint (None: diffrax's RecursiveCheckpointAdjoint) is reverse mode "
+                "only (`jax.grad`, `jax.jacrev`)."
+            ) from err
         if not isinstance(sol, Solution) or sol.info is not None:
             return sol
         from ._schema import run_info
@@ -184,57 +198,6 @@ def make_stats(
         "counts": counts,
         **extra,
     }
-
-
-def _concrete(name, value):
-    try:
-        return np.asarray(value, dtype=float)
-    except jax.errors.TracerArrayConversionError as err:
-        raise ValueError(
-            f"simulate: `{name}` must be concrete (a Python float or numpy array), since it fixes "
-            "the step grid and the output shape; got a traced value. Pass it outside `jit`/`grad`."
-        ) from err
-
-
-def _sample_times(t0, t1, ts, sample_dt):
-    if ts is not None and sample_dt is not None:
-        raise ValueError("simulate: give either `ts` or `sample_dt`, not both.")
-    if t1 is None and ts is None:
-        raise ValueError("simulate: `t1` [s] is required when `ts` is not given; got None.")
-    t0 = float(_concrete("t0", t0))
-    if ts is not None:
-        ts = np.atleast_1d(_concrete("ts", ts))
-        if ts.ndim != 1 or ts.size == 0:
-            raise ValueError(
-                f"simulate: `ts` [s] must be a non-empty 1-D array; got shape {ts.shape}."
-            )
-        if np.any(np.diff(ts) < 0):
-            raise ValueError(f"simulate: `ts` [s] must be non-decreasing; got {ts}.")
-        if ts[0] < t0:
-            raise ValueError(
-                f"simulate: `ts` [s] must start at or after t0={t0}; got ts[0]={ts[0]}."
-            )
-        if t1 is not None and not np.isclose(float(t1), ts[-1], rtol=1e-12, atol=0.0):
-            raise ValueError(
-                f"simulate: `ts[-1]` must equal `t1` [s] (integration ends at the last sample); "
-                f"got ts[-1]={ts[-1]} and t1={t1}."
-            )
-        return t0, float(ts[-1]), ts
-    t1 = float(_concrete("t1", t1))
-    if not t1 > t0:
-        raise ValueError(f"simulate: `t1` [s] must be > t0={t0}; got {t1}.")
-    if sample_dt is None:
-        return t0, t1, np.array([t0, t1])
-    sample_dt = float(_concrete("sample_dt", sample_dt))
-    if not sample_dt > 0:
-        raise ValueError(f"simulate: `sample_dt` [s] must be > 0; got {sample_dt}.")
-    n = (t1 - t0) / sample_dt
-    if abs(n - round(n)) > _GRID_RTOL * max(1.0, n):
-        raise ValueError(
-            f"simulate: `sample_dt` [s] must divide the horizon t1 - t0 = {t1 - t0}; got {sample_dt} "
-            f"({n:.6g} intervals)."
-        )
-    return t0, t1, t0 + sample_dt * np.arange(round(n) + 1)
 
 
 @_with_info
@@ -345,27 +308,24 @@ def simulate(
     """
     # diffrax's spellings (`dt0`, `saveat`, `stepsize_controller`, `progress_meter`) were
     # translated into jaxsim's arguments by `_with_info` before this body runs.
-    if not isinstance(model, AbstractDynamicObject):
-        raise ValueError(
-            f"simulate: `model` must be an AbstractDynamicObject; got {type(model).__name__}."
-        )
-    from ._checks import check_call
+    from ._progress import guarded, reporter
 
-    model, y0, args, key = check_call(
-        model, y0, t0=t0, t1=t1, ts=ts, dt=dt, sample_dt=sample_dt, solver=solver, rtol=rtol,
-        atol=atol, args=args, key=key, clocks=clocks, events=events,
-    )  # fmt: skip
     free = _free_time.requested(t0, t1, ts, num_steps)
-    if not free:
-        if num_samples is not None:
-            if ts is not None or sample_dt is not None:
-                raise ValueError("simulate: give one of `ts`, `sample_dt`, `num_samples`.")
-            ts = _free_time.uniform_samples(t0, t1, num_samples)
-        t0, t1, ts = _sample_times(t0, t1, ts, sample_dt)
-    from ._progress import check_progress, guarded, reporter
-    from ._route import route
-
-    progress = check_progress("simulate", progress)
+    if not free and num_samples is not None:
+        if ts is not None or sample_dt is not None:
+            raise ValueError("simulate: give one of `ts`, `sample_dt`, `num_samples`.")
+        ts = _free_time.uniform_samples(t0, t1, num_samples)
+    # Every argument is checked here, once (`jaxsim._request`); the drivers check nothing.
+    req = build_request(
+        model, y0, t1, t0=t0, dt=dt, solver=solver, ts=ts, sample_dt=sample_dt, args=args,
+        rtol=rtol, atol=atol, max_steps=max_steps, outputs=outputs, checkpoint=checkpoint,
+        throw=throw, key=key, dW=dW, dZ=dZ, brownian=brownian, clocks=clocks, events=events,
+        discontinuities=discontinuities, max_events=max_events, event_tol=event_tol,
+        dtmax=dtmax, root_finder=root_finder, adjoint=adjoint, progress=progress, free=free,
+        num_steps=num_steps,
+    )  # fmt: skip
+    model, y0, args, key, kind = req.model, req.y0, req.args, req.key, req.kind
+    t0, t1, ts, dt, progress = req.t0, req.t1, req.ts, req.dt, req.progress
     # The progress display (its "compiling" status) opens right before a driver runs.
     start = lambda: reporter(progress, t0, t1)  # noqa: E731
     # A top-level call checks `throw` on the host after the run: the program then has no host
@@ -377,12 +337,6 @@ def simulate(
     checks = InProgram(model, y0)
     y0 = checks.guard(y0, throw)
 
-    kind = route(
-        # `num_steps` gives a step as `dt` does (a diffrax solver then runs fixed-step).
-        solver, dt=dt if num_steps is None else num_steps, key=key, dW=dW, clocks=clocks,
-        events=events, discontinuities=discontinuities, dtmax=dtmax, max_events=max_events,
-        root_finder=root_finder,
-    )  # fmt: skip
     if free:
         horizon = _free_time.plan(
             t0, t1, ts, sample_dt=sample_dt, num_samples=num_samples, dt=dt, num_steps=num_steps,
@@ -404,30 +358,17 @@ def simulate(
         from ._sde import simulate_sde
 
         rep = start()
-        sol = guarded(rep, simulate_sde,
-            model, y0, t0, t1, ts, dt=dt, solver=solver, args=args, rtol=rtol, atol=atol,
-            max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, key=key,
-            dW=dW, dZ=dZ, brownian=brownian, adjoint=adjoint, adaptive=kind.adaptive, progress=rep,
-        )  # fmt: skip
+        sol = guarded(rep, simulate_sde, req.replace(y0=y0), throw=throw, progress=rep)
         path = "diffrax" if kind.adaptive or isinstance(solver, dfx.AbstractSolver) else "SDE"
         return guarded(rep, raise_if_failed, sol, path) if host else checks.finish(sol)
     is_jaxsim, adaptive = kind.native, kind.adaptive
-    if adaptive and (rtol is None or atol is None):
-        raise ValueError(
-            f"simulate: adaptive solver {type(solver).__name__} needs `rtol` and `atol`; "
-            f"got rtol={rtol}, atol={atol}."
-        )
     if kind.driver == "hybrid":
         from ._hybrid import simulate_hybrid
 
         rep = start()
+        dsolver = solver.to_diffrax() if is_jaxsim else solver
         sol = guarded(rep, simulate_hybrid,
-            model, y0, t0=t0, t1=t1, ts=ts, solver=solver,
-            dsolver=solver.to_diffrax() if is_jaxsim else solver, adaptive=adaptive, dt=dt,
-            rtol=rtol, atol=atol, args=args, clocks=clocks, events=events,
-            discontinuities=discontinuities, max_events=max_events, max_steps=max_steps,
-            dtmax=dtmax, event_tol=event_tol, root_finder=root_finder, outputs=outputs,
-            throw=throw, adjoint=adjoint, progress=rep,
+            req.replace(y0=y0), dsolver=dsolver, throw=throw, progress=rep,
         )  # fmt: skip
         return guarded(rep, raise_if_failed, sol, "hybrid") if host else checks.finish(sol)
     if adaptive and is_jaxsim and _adaptive_core.supports(solver, y0, adjoint):
@@ -469,34 +410,12 @@ def simulate(
             rep,
         )
         return guarded(rep, raise_if_failed, sol, "diffrax") if host else checks.finish(sol)
-    if rtol is not None or atol is not None:
-        raise ValueError(
-            f"simulate: `rtol`/`atol` apply to adaptive solvers only; {type(solver).__name__} is "
-            f"fixed-step (got rtol={rtol}, atol={atol}). Choose Tsit5/Dopri5/Dopri8 or drop them."
-        )
-    if dt is None:
-        raise ValueError(
-            f"simulate: fixed-step solver {type(solver).__name__} needs `dt` [s]; got None."
-        )
-    dt = float(_concrete("dt", dt))
-    if not dt > 0:
-        raise ValueError(f"simulate: `dt` [s] must be > 0; got {dt}.")
-    idx = (ts - t0) / dt
-    off = np.abs(idx - np.round(idx)) > _GRID_RTOL * np.maximum(1.0, idx)
-    if np.any(off):
-        raise ValueError(
-            f"simulate: with fixed step `dt`={dt} s every sample time must be t0 + k*dt (exact "
-            f"sampling); got off-grid time(s) {ts[off][:5]} (the horizon t1 - t0 = {t1 - t0} s "
-            f"must also be a multiple of dt)."
-        )
-    idx = np.round(idx).astype(np.int64)
-    seg = np.diff(np.concatenate([[0], idx]))
     if not is_jaxsim:
         solver = _DiffraxFixed(solver)
     config = _FixedConfig(
         t0=t0,
         dt=dt,
-        seg=tuple(int(s) for s in seg),
+        seg=req.seg,
         outputs=bool(outputs),
         checkpoint=bool(checkpoint),
         throw=bool(throw),
@@ -521,13 +440,7 @@ def _simulate_free(
     from ._progress import guarded
 
     t0, t1, ts = horizon.t0, horizon.t1, horizon.ts
-    name = kind.name
     if kind.adaptive:
-        if rtol is None or atol is None:
-            raise ValueError(
-                f"simulate: adaptive solver {name} needs `rtol` and `atol`; got rtol={rtol}, "
-                f"atol={atol}."
-            )
         dt0 = None if dt is None else float(dt)
         numbers = (_tolerance(rtol), _tolerance(atol), int(max_steps), bool(outputs), bool(throw))
         jump_ts = concrete_breakpoints(model)
@@ -545,11 +458,6 @@ def _simulate_free(
             )  # fmt: skip
         path = "diffrax"
     else:
-        if rtol is not None or atol is not None:
-            raise ValueError(
-                f"simulate: `rtol`/`atol` apply to adaptive solvers only; {name} is fixed-step "
-                f"(got rtol={rtol}, atol={atol}). Choose Tsit5/Dopri5/Dopri8 or drop them."
-            )
         if not kind.native:
             solver = _DiffraxFixed(solver)
         config = _FixedConfig(

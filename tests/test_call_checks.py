@@ -18,7 +18,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from jaxsim._checks import check_commands
+from jaxsim._request import EVERY_KEY, check_commands
 
 
 I_HUB = np.diag([10.0, 20.0, 30.0])
@@ -293,11 +293,73 @@ def test_args_of_a_user_model_are_not_checked():
     )
 
 
-def test_unknown_top_level_key_is_allowed_when_discrete_models_or_events_read_args():
+def test_unknown_top_level_key_is_allowed_when_discrete_models_or_events_read_it():
     sc = make_sc()
-    check_commands(sc, {"gain": 2.0}, others_read_args=True)
-    with pytest.raises(ValueError, match=r"unknown address\(es\) \['gain'\]"):
-        check_commands(sc, {"gain": 2.0}, others_read_args=False)
+    check_commands(sc, {"gain": 2.0}, readers=frozenset({"gain"}))
+    check_commands(sc, {"gain": 2.0}, readers=EVERY_KEY)
+    for readers in (frozenset(), frozenset({"other"})):
+        with pytest.raises(ValueError, match=r"unknown address\(es\) \['gain'\]"):
+            check_commands(sc, {"gain": 2.0}, readers=readers)
+
+
+def _reads_gain(t, y, z, a):
+    return z, {"wheels": {"motor_torque": a["gain"] * jnp.zeros(3)}}
+
+
+@pytest.mark.parametrize("with_clock", [False, True])
+def test_misspelt_address_is_refused_with_clocks_and_events_too(with_clock):
+    """A misspelt command address was refused on the plain path only: with a clock or an event
+    (which may read `args`) it was ignored. Now a key is allowed only when something reads it."""
+    extra = (
+        {"clocks": [js.DiscreteModel("ctrl", js.Clock(0.5), lambda t, y, z, a: (z, {}))]}
+        if with_clock
+        else {"events": [js.Event(lambda t, y, a: t - 0.7)]}
+    )
+    with pytest.raises(ValueError, match=r"`args` has unknown address\(es\) \['rw'\]"):
+        run_sc(args={"rw": {"motor_torque": jnp.ones(3)}}, **extra)
+    system = js.System([make_sc("a"), make_sc("b")])
+    with pytest.raises(ValueError, match=r"`args` has unknown address\(es\) \['rw'\]"):
+        js.simulate(
+            system, system.init_state(), 1.0, dt=0.5, args={"rw": {"motor_torque": jnp.ones(3)}},
+            **extra,
+        )  # fmt: skip
+    # A key that the flight software reads is allowed.
+    fsw = js.DiscreteModel("ctrl", js.Clock(0.5), _reads_gain)
+    assert bool(run_sc(args={"gain": 2.0}, clocks=[fsw]).ok)
+
+
+def test_held_output_at_an_address_nothing_reads_is_refused():
+    """Flight software writing commands to a misspelt address ("wheelz") was ignored."""
+    fsw = js.DiscreteModel(
+        "ctrl", js.Clock(0.5), lambda t, y, z, a: (z, {"wheelz": {"motor_torque": jnp.ones(3)}})
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"discrete model 'ctrl' writes held output\(s\) at "
+        r"`args\['wheelz'\]`, which no effector",
+    ):
+        run_sc(clocks=[fsw])
+    # Its own name is its diagnostics address; another model reading an address uses it.
+    diag = js.DiscreteModel("ctrl", js.Clock(0.5), lambda t, y, z, a: (z, {"ctrl": jnp.ones(3)}))
+    nav = js.DiscreteModel("nav", js.Clock(0.5), lambda t, y, z, a: (z, {"att": jnp.ones(3)}))
+    user = js.DiscreteModel(
+        "user", js.Clock(0.5), lambda t, y, z, a: (z, {"wheels": {"motor_torque": a["att"]}}),
+        sequential=True,
+    )  # fmt: skip
+    assert bool(run_sc(clocks=[diag, nav, user]).ok)
+
+
+def test_args_that_are_not_a_dict_are_refused_when_the_model_reads_commands():
+    for bad in ([1.0], "abc", 3.0):
+        with pytest.raises(TypeError, match="`args` must be a dict of commands"):
+            run_sc(args=bad)
+
+
+def test_command_given_as_a_string_is_refused_by_name():
+    with pytest.raises(
+        TypeError, match=r"`args\['wheels'\]\['motor_torque'\]` must be a number or an array"
+    ):
+        run_sc(args={"wheels": {"motor_torque": "0.1"}})
 
 
 def test_flight_software_commanding_missing_wheels_is_refused():

@@ -60,7 +60,4 @@ stated in `_events.py` and `_guard.py`.
 """
 
 from ._driver import HybridSolution as HybridSolution, merge_args as merge_args
-from ._setup import (
-    collect_discontinuities as collect_discontinuities,
-    simulate_hybrid as simulate_hybrid,
-)
+from ._setup import simulate_hybrid as simulate_hybrid

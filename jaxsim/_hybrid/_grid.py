@@ -131,7 +131,7 @@ def run_grid(model, models, y0, args, held0, ts, solver, grid, static):
         return solver.step(drift, t, y, dt, args_m)
 
     ys, cs, (zs, hs), (z_end, held_end, logs) = scan_grid(
-        model, y0, grid.seg, dt, cfg.t0, True, advance,
+        model, y0, grid.seg, dt, cfg.t0, cfg.checkpoint, advance,
         aux0=(z0, held0, logs0), before_step=before_step, sampled=lambda aux: aux[:2],
         progress=static.progress,
     )  # fmt: skip
