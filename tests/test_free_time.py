@@ -222,6 +222,17 @@ def test_spline_control_with_knots_scaled_with_the_horizon():
     np.testing.assert_allclose(g, f(2.0) / 2.0, rtol=EXACT_TOL)
 
 
+def test_concrete_switch_with_a_traced_horizon_on_an_adaptive_solver():
+    # u = +1 up to 0.6 s, then -1 (a `jump_ts` step end): x(T) = 1.2 - T, dx/dT = u(T) = -1.
+    model = Integrator(SwitchingTimes([0.6], [1.0, -1.0]))
+
+    def x_final(T):
+        return js.simulate(model, model.init_state(), T, outputs=False, **ADAPTIVE).ys["x"][-1]
+
+    x, g = jax.jit(jax.value_and_grad(x_final))(2.0)
+    np.testing.assert_allclose([x, g], [1.2 - 2.0, -1.0], rtol=0, atol=EXACT_TOL)
+
+
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
