@@ -178,7 +178,7 @@ def test_pure_jax_infeasible(energy):
 
 
 # --------------------------------------------------------------------------------------------------
-# Minimum-time slew on a reaction wheel (free final time through TimeScaled), speed limit.
+# Minimum-time slew on a reaction wheel (free final time: traced t1 in shoot), speed limit.
 
 J_S = 0.05  # wheel spin inertia [kg m^2]
 U_MAX = 0.2  # wheel motor torque limit [N m]

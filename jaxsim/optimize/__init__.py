@@ -1,11 +1,11 @@
 """Trajectory optimization: problems over pytrees of decision variables, their transcription
-(time scaling for free initial and final times, running costs, single and multiple shooting,
-phase linkage) and solvers (SciPy, IPOPT, and a pure-JAX solver that runs under `vmap`).
+(free initial and final times, running costs, single and multiple shooting, phase linkage) and solvers (SciPy, IPOPT, and a pure-JAX solver that runs under `vmap`).
 Guide: "Trajectory optimization".
 
 - `Problem` / `Problem.combined`: objective, bounds, equality and inequality constraints; every
   value and Jacobian from one compiled call.
-- `TimeScaled`, `RunningCost`, `shoot`, `interior_nodes`, `linkage`: transcription.
+- `RunningCost`, `shoot` (free `t0`/`t1` through `simulate(..., num_steps=)`), `interior_nodes`,
+  `linkage`: transcription.
 - `solve_scipy` (`SLSQP`, `trust-constr`), `solve_ipopt` (`cyipopt`, the `optimize` extra),
   `solve_jax` (augmented Lagrangian, projected BFGS; `jit`/`vmap`).
 - `OptimizeResult`, `STATUS`: one result for every solver (converged / infeasible / iteration
@@ -25,7 +25,6 @@ from ._result import STATUS as STATUS, OptimizeResult as OptimizeResult
 from ._transcription import (
     RunningCost as RunningCost,
     Shot as Shot,
-    TimeScaled as TimeScaled,
     interior_nodes as interior_nodes,
     linkage as linkage,
     shoot as shoot,
@@ -39,7 +38,6 @@ __all__ = [
     "Problem",
     "RunningCost",
     "Shot",
-    "TimeScaled",
     "cyipopt_available",
     "interior_nodes",
     "linkage",

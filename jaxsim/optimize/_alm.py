@@ -22,6 +22,7 @@ vector-Jacobian product) and one or more forward passes in the line search.
 import jax
 import jax.flatten_util
 import jax.numpy as jnp
+from jaxtyping import PyTree
 
 from .._compile import jit as _jit
 from ._problem import Problem
@@ -187,8 +188,8 @@ def _core(problem: Problem, opts):
 def solve_jax(
     problem: Problem,
     *,
-    x0=None,
-    args=None,
+    x0: PyTree | None = None,
+    args: PyTree | None = None,
     tol: float = 1e-6,
     constraint_tol: float = 1e-6,
     max_outer: int = 30,

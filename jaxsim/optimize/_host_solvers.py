@@ -18,6 +18,7 @@ import warnings
 
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import PyTree
 
 from ._problem import HostEvaluator, Problem
 from ._result import CONVERGED, FAILED, INFEASIBLE, ITERATION_LIMIT, OptimizeResult
@@ -52,8 +53,8 @@ def solve_scipy(
     problem: Problem,
     method: str = "SLSQP",
     *,
-    x0=None,
-    args=None,
+    x0: PyTree | None = None,
+    args: PyTree | None = None,
     tol: float = 1e-8,
     constraint_tol: float = 1e-6,
     max_iter: int = 200,
@@ -168,8 +169,8 @@ def cyipopt_available() -> bool:
 def solve_ipopt(
     problem: Problem,
     *,
-    x0=None,
-    args=None,
+    x0: PyTree | None = None,
+    args: PyTree | None = None,
     tol: float = 1e-8,
     constraint_tol: float = 1e-6,
     max_iter: int = 500,

@@ -15,12 +15,13 @@ columns), else by forward mode (`jax.jacfwd`, one tangent per entry, all in one 
 """
 
 import time
+from collections.abc import Callable
 
 import jax
 import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import PyTree
+from jaxtyping import ArrayLike, PyTree
 
 from .._compile import jit as _jit
 
@@ -80,17 +81,17 @@ class Problem:
 
     def __init__(
         self,
-        objective,
+        objective: Callable[[PyTree, PyTree], ArrayLike],
         x0: PyTree,
         *,
-        lower=None,
-        upper=None,
-        equality=None,
-        inequality=None,
+        lower: PyTree | float | None = None,
+        upper: PyTree | float | None = None,
+        equality: Callable[[PyTree, PyTree], ArrayLike] | None = None,
+        inequality: Callable[[PyTree, PyTree], ArrayLike] | None = None,
         args: PyTree = None,
         jacobian: str = "auto",
-        _functions=None,
-    ):
+        _functions: Callable | None = None,
+    ) -> None:
         self._functions = _functions
         if not callable(objective):
             raise ValueError(f"{_CLS}: `objective` must be callable; got {objective!r}.")
@@ -143,7 +144,9 @@ class Problem:
     # -- the functions on the flat vector ------------------------------------------------------
 
     @classmethod
-    def combined(cls, functions, x0: PyTree, **kwargs) -> "Problem":
+    def combined(
+        cls, functions: Callable[[PyTree, PyTree], tuple], x0: PyTree, **kwargs
+    ) -> "Problem":
         r"""A problem whose objective and constraints come from one function,
         `functions(x, args) -> (J, c_eq, c_in)` (`c_eq`/`c_in` None when absent), so that one
         simulation serves all three (the usual case: the objective and the constraints read the
@@ -237,7 +240,7 @@ class HostEvaluator:
     that a solver asking for the objective, its gradient, the constraints and their Jacobians in
     separate calls at one point gets them from one compiled evaluation (`count` evaluations)."""
 
-    def __init__(self, problem: Problem, args):
+    def __init__(self, problem: Problem, args: PyTree) -> None:
         self.problem = problem
         self.args = args
         self.count = 0

@@ -1,15 +1,13 @@
-r"""Transcription of a run into an optimization problem: time scaling (free initial time and
-duration), a running cost as a quadrature state, single and multiple shooting, phase linkage.
+r"""Transcription of a run into an optimization problem: free initial and final times, a running
+cost as a quadrature state, single and multiple shooting, phase linkage.
 
-**Time scaling.** `TimeScaled(model, t0, duration)` integrates the model in the normalised time
-$\tau \in [0, 1]$: $t = t_0 + D\tau$ and $dy/d\tau = D\,f(t_0 + D\tau, y)$, with $t_0$ and $D$ traced
-(decision variables). The fixed-step driver then runs a concrete horizon ($\tau$ from 0 to 1,
-step $1/m$) whatever the physical horizon, so one compiled program serves every $t_0$ and $D$ and
-the final state is differentiable with respect to both. A held input (`PiecewiseConstant`,
-`SwitchingTimes`) inside the model sees the physical step $[t_0 + D\tau_k, t_0 + D\tau_{k+1}]$, so
-its zero-order-hold semantics are those of an unscaled run. Reference: Betts, *Practical Methods
-for Optimal Control and Estimation Using Nonlinear Programming*, 2nd ed. (SIAM, 2010), sec. 4.1
-(free final time by a change of the time variable).
+**Free times.** Each shooting segment is a free-time run of `simulate` (traced `t0`/`t1`,
+`num_steps=m`: $m$ fixed steps of $(t_1 - t_0)/m$; guide "Free final time and phases"), so the
+horizon may be a decision variable, one compiled program serves every horizon, and the node
+states are differentiable with respect to $t_0$ and $t_1$. Held inputs (`PiecewiseConstant`,
+`SwitchingTimes`) read the physical step. Reference: Betts, *Practical Methods for Optimal
+Control and Estimation Using Nonlinear Programming*, 2nd ed. (SIAM, 2010), sec. 4.1 (free final
+time).
 
 **Running cost.** $\int_{t_0}^{t_1} L(t, y)\,dt$ as an extra state $q$ with $\dot q = L$
 (`RunningCost`), integrated by the same solver as the dynamics (Betts, sec. 4.2: the Bolza
@@ -23,99 +21,16 @@ problems", IFAC 1984); its segments run side by side (`vmap`). The states at the
 edges are the nodes where path constraints are imposed.
 """
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, PyTree
+from jaxtyping import Array, ArrayLike, PyTree
 
 from .._dynamic_object import AbstractDynamicObject
 from .._simulate import simulate
 from .._solvers import RK4
-from .._step_context import held_interval, step_interval
-
-
-class TimeScaled(AbstractDynamicObject):
-    r"""`model` integrated in the normalised time $\tau$: $t = t_0 + D\tau$,
-    $dy/d\tau = D\,f(t, y)$ (module docstring).
-
-    **Arguments:** `model` (a deterministic `AbstractDynamicObject`), `t0` [s] and `duration`
-    $D$ [s] (may be traced: decision variables). Run it with `simulate(TimeScaled(...), y0, 1.0,
-    dt=1.0 / m)`; its physical time at $\tau$ is `time(tau)`.
-
-    **Assumptions and limitations:** no diffusion (stochastic models are refused); a negative
-    `duration` integrates backwards in physical time without an error (bound it in the problem).
-    """
-
-    model: AbstractDynamicObject
-    t0: Array
-    duration: Array
-
-    def __init__(self, model: AbstractDynamicObject, t0, duration):
-        if not isinstance(model, AbstractDynamicObject):
-            raise ValueError(
-                f"TimeScaled: `model` must be an AbstractDynamicObject; got {type(model)}."
-            )
-        if model.noise_dim:
-            raise ValueError(
-                "TimeScaled: `model` must be deterministic (noise_dim 0); got noise_dim "
-                f"{model.noise_dim}."
-            )
-        self.model = model
-        self.t0 = jnp.asarray(t0, dtype=float)
-        self.duration = jnp.asarray(duration, dtype=float)
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    def time(self, tau):
-        """Physical time [s] at normalised time `tau`."""
-        return self.t0 + self.duration * tau
-
-    def init_state(self, *args, **kwargs):
-        return self.model.init_state(*args, **kwargs)
-
-    def drift(self, tau, y, args):
-        interval = held_interval()
-        t = self.time(tau)
-        if interval is None:
-            f = self.model.drift(t, y, args)
-        else:
-            with step_interval(self.time(interval[0]), self.time(interval[1])):
-                f = self.model.drift(t, y, args)
-        return jax.tree.map(lambda v: self.duration * v, f)
-
-    def step_map(self, tau, y):
-        return self.model.step_map(self.time(tau), y)
-
-    def outputs(self, tau, y, args):
-        return self.model.outputs(self.time(tau), y, args)
-
-    def energy_momentum(self, tau, y, args):
-        return self.model.energy_momentum(self.time(tau), y, args)
-
-    def derived(self, tau, y, args):
-        return self.model.derived(self.time(tau), y, args)
-
-    def output_units(self):
-        return self.model.output_units()
-
-    def state_units(self):
-        return self.model.state_units()
-
-    def element_dims(self):
-        return self.model.element_dims()
-
-    def breakpoints(self):
-        return tuple((b - self.t0) / self.duration for b in self.model.breakpoints())
-
-    def command_spec(self):
-        return self.model.command_spec()
-
-    @property
-    def reads_only_commands(self) -> bool:
-        return self.model.reads_only_commands
 
 
 class RunningCost(AbstractDynamicObject):
@@ -135,7 +50,12 @@ class RunningCost(AbstractDynamicObject):
     integrand: object
     key: str
 
-    def __init__(self, model: AbstractDynamicObject, integrand, key: str = "running_cost"):
+    def __init__(
+        self,
+        model: AbstractDynamicObject,
+        integrand: Callable[[ArrayLike, PyTree, PyTree], ArrayLike],
+        key: str = "running_cost",
+    ) -> None:
         if not isinstance(model, AbstractDynamicObject):
             raise ValueError(
                 f"RunningCost: `model` must be an AbstractDynamicObject; got {type(model)}."
@@ -220,22 +140,23 @@ def _check_count(name, value):
 def shoot(
     model: AbstractDynamicObject,
     y0: PyTree,
-    t1,
+    t1: ArrayLike,
     *,
-    t0=0.0,
+    t0: ArrayLike = 0.0,
     num_segments: int = 1,
     steps_per_segment: int,
     nodes: PyTree | None = None,
     args: PyTree = None,
-    solver=None,
+    solver: object | None = None,
 ) -> Shot:
     r"""Run `model` from `y0` over $[t_0, t_1]$ in `num_segments` segments of `steps_per_segment`
     fixed steps each (module docstring), returning the states at the segment edges.
 
     **Arguments:**
 
-    - `t0`, `t1`: the horizon [s]; may be traced (free initial and final time: each segment runs
-      `TimeScaled`, so the compiled program does not depend on them).
+    - `t0`, `t1`: the horizon [s]; may be traced (free initial and final time: each segment is a
+      free-time `simulate(..., num_steps=steps_per_segment)`, so the compiled program does not
+      depend on them).
     - `nodes`: None (single shooting) or the states at the starts of segments 1..K-1, a pytree
       like `y0` with a leading axis of `num_segments - 1` (multiple shooting; decision variables).
     - `args`: passed to the model's drift; `solver`: a fixed-step solver (default `jaxsim.RK4()`).
@@ -251,10 +172,13 @@ def shoot(
     edges = t0 + h * jnp.arange(K + 1)
 
     def segment(k, y_start):
-        scaled = TimeScaled(model, t0 + h * k, h)
+        # simulate's free-time run: traced t0/t1, m steps of (t1 - t0)/m (guide "Free final
+        # time and phases"); held inputs read the physical step, one program for every horizon.
+        t_start = t0 + h * k
         sol = simulate(
-            scaled, y_start, 1.0, dt=1.0 / m, solver=solver, args=args, outputs=False, throw=False
-        )
+            model, y_start, t_start + h, t0=t_start, num_steps=m, solver=solver, args=args,
+            outputs=False, throw=False,
+        )  # fmt: skip
         return jax.tree.map(lambda v: v[-1], sol.ys)
 
     if nodes is None:
@@ -294,7 +218,9 @@ def interior_nodes(shot: Shot) -> PyTree:
     return jax.tree.map(lambda v: v[1:-1], shot.ys)
 
 
-def linkage(y_end: PyTree, y_start: PyTree, jump=None) -> Array:
+def linkage(
+    y_end: PyTree, y_start: PyTree, jump: Callable[[PyTree], PyTree] | None = None
+) -> Array:
     r"""Phase linkage constraint $\phi(y_a(t_{end})) - y_b(t_{start})$ as a flat vector (= 0):
     state continuity between two phases (`jump` None) or a jump $\phi$ (e.g. an impulsive
     $\Delta v$, a mass drop at staging) given as `jump(y_end) -> y`."""

@@ -15,8 +15,11 @@ The control is `jaxsim.controls.PiecewiseLinear` over `num_knots` equally spaced
 unbounded: the thrust direction sweeps through more than a half turn), integrated by RK4.
 """
 
+from collections.abc import Callable
+
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, PyTree
 
 from .._controls import PiecewiseLinear
 from .._dynamic_object import AbstractDynamicObject
@@ -46,7 +49,14 @@ class OrbitRaising(AbstractDynamicObject):
     mass_flow: jnp.ndarray
     name: str = "orbit"
 
-    def __init__(self, steering, mu=1.0, thrust=0.1405, mass_flow=0.0749, name="orbit"):
+    def __init__(
+        self,
+        steering: Callable[[ArrayLike], ArrayLike],
+        mu: ArrayLike = 1.0,
+        thrust: ArrayLike = 0.1405,
+        mass_flow: ArrayLike = 0.0749,
+        name: str = "orbit",
+    ) -> None:
         self.steering = steering
         self.mu = jnp.asarray(mu, float)
         self.thrust = jnp.asarray(thrust, float)
@@ -122,7 +132,7 @@ def orbit_raising(
     return problem
 
 
-def trajectory(problem: Problem, x, *, steps_per_sample: int = 1):
+def trajectory(problem: Problem, x: PyTree, *, steps_per_sample: int = 1) -> tuple:
     """`(t, states)` of the orbit transfer of decision variables `x`, sampled every
     `steps_per_sample` RK4 steps of a single-shooting run (for plots)."""
     a = problem.args
