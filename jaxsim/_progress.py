@@ -145,9 +145,18 @@ class _Target:
     def __init__(self, progress, t0: float, t1: float):
         self.t0, self.t1 = float(t0), float(t1)
         self.fn: Callable = _Display(t0, t1) if progress is True else progress
+        # The first exception a callable raised: the run goes on without reports, and `guarded`
+        # raises it after the run (raised inside the program, it would surface as JAX's
+        # "CpuCallback error" that does not name it).
+        self.error: Exception | None = None
 
     def time(self, t: float):
-        self.fn(t, self.t1)
+        if self.error is not None:
+            return
+        try:
+            self.fn(t, self.t1)
+        except Exception as err:  # noqa: BLE001 - the user's callback; raised by `guarded`
+            self.error = err
 
     def close(self):
         if isinstance(self.fn, _Display):
@@ -184,10 +193,36 @@ def guarded(reporter, fn, *args, **kwargs):
     """`fn(*args, **kwargs)`, closing `reporter`'s display if it raises (a refused request, a
     failed run)."""
     try:
-        return fn(*args, **kwargs)
+        out = fn(*args, **kwargs)
     except BaseException:
         release(reporter)
         raise
+    if reporter is not None:
+        _raise_callback_error(reporter, out)
+    return out
+
+
+def _raise_callback_error(reporter, out) -> None:
+    """The exception a `progress` callable raised during the run that computed `out`, raised
+    here with a note naming the callback (top-level runs; under a user's trace the run has not
+    happened yet)."""
+    target = _target(reporter.token)
+    if target is None or isinstance(target.fn, _Display):
+        return
+    if isinstance(reporter.token, jax.core.Tracer) or any(
+        isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(out)
+    ):
+        return
+    jax.block_until_ready(out)
+    jax.effects_barrier()  # every report of the run delivered
+    if target.error is not None:
+        err = target.error
+        release(reporter)
+        err.add_note(
+            "simulate: raised by the `progress` callback progress(t, t1) [s] during the run "
+            "(reports stopped there)."
+        )
+        raise err
 
 
 def _target(token):

@@ -335,3 +335,89 @@ def test_clocked_grid_run_is_differentiable_and_batches():
     np.testing.assert_allclose(jax.jvp(final_x, (k,), (1.0,))[1], grad, rtol=1e-12)
     ks = jnp.array([1.0, 2.0, 3.0])
     np.testing.assert_array_equal(jax.vmap(final_x)(ks), [final_x(float(v)) for v in ks])
+
+
+# ------------------------------------------------------------------------------------------------
+# One request: the same bad argument is refused with the same message on every path
+
+
+NOOP = js.DiscreteModel("noop", js.Clock(1.0), lambda t, y, z, a: (z, {}))
+PATHS = {
+    "fixed": {"solver": js.RK4(), "dt": DT},
+    "adaptive": {"solver": js.Tsit5(), **ADAPTIVE},
+    "clocked": {"solver": js.RK4(), "dt": DT, "clocks": [NOOP]},
+    "segmented": {"solver": js.RK4(), "dt": DT, "discontinuities": [1.05]},
+    "sde": {"solver": js.EulerMaruyama(), "dt": DT, "key": 0},
+}
+BAD = {
+    "max_steps 0": ({"max_steps": 0}, "`max_steps` must be an int >= 1"),
+    "max_steps float": ({"max_steps": 10.5}, "`max_steps` must be an int >= 1"),
+    "t1 nan": ({"t1": np.nan}, "`t1` [s] must be finite"),
+    "t1 vector": ({"t1": np.array([1.0, 2.0])}, "`t1` [s] must be a scalar"),
+    "t1 before t0": ({"t1": -1.0}, "`t1` [s] must be > t0"),
+    "ts nan": ({"ts": np.array([0.0, np.nan, T1])}, "`ts` [s] must hold finite times"),
+    "ts decreasing": ({"ts": np.array([0.0, 2.0, 1.0])}, "`ts` [s] must be non-decreasing"),
+    "sample_dt 0": ({"sample_dt": 0.0}, "`sample_dt` [s] must be > 0"),
+    "ts and sample_dt": ({"ts": np.array([0.0, T1]), "sample_dt": 1.0}, "either `ts` or"),
+    "rtol negative": ({"rtol": -1.0}, "`rtol` [-] must be finite and >= 0"),
+    "key bool": ({"key": True}, "`key` must be a jax.random key"),
+    "y0 shape": ({"y0": {"x": jnp.zeros(2), "theta": jnp.asarray(0.0)}}, "`y0['x']` must have"),
+    "event_tol negative": ({"event_tol": -1.0}, "`event_tol` [s] must be >= 0"),
+    "dtmax negative": ({"dtmax": -1.0}, "`dtmax` [s] must be finite and > 0"),
+    "max_events without events": ({"max_events": 3}, "`max_events` applies to runs with"),
+    "progress string": ({"progress": "yes"}, "`progress` must be a bool or a callable"),
+    "single event": ({"events": js.Event(lambda t, y, a: t - 1.0)}, "got a single Event"),
+    "implicit diffrax solver": ({"solver": dfx.Kvaerno5()}, "diffrax.Kvaerno5() is an implicit"),
+}
+
+
+def refusal(path, bad):
+    kw = {**PATHS[path], **BAD[bad][0]}
+    y0, t1 = kw.pop("y0", Y0), kw.pop("t1", T1)
+    with pytest.raises((ValueError, TypeError)) as info:
+        js.simulate(MODEL, y0, t1, **kw)
+    return info
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_bad_argument_refused_alike_on_every_path(bad):
+    """The request's checks (`jaxsim._request`) run before any driver: one message per mistake."""
+    errors = {path: refusal(path, bad) for path in PATHS}
+    messages = {path: str(info.value) for path, info in errors.items()}
+    for path, message in messages.items():
+        assert BAD[bad][1] in message, (path, message)
+    assert len(set(messages.values())) == 1, messages
+    assert len({type(info.value) for info in errors.values()}) == 1
+
+
+@pytest.mark.parametrize("path", ["fixed", "clocked", "segmented", "sde"])
+def test_tolerances_with_a_fixed_step_solver_refused_on_every_fixed_step_path(path):
+    """`rtol`/`atol` with a fixed-step solver were refused on the plain path only (a clocked run
+    accepted them silently)."""
+    with pytest.raises(ValueError, match="`rtol`/`atol` apply to adaptive solvers only"):
+        js.simulate(MODEL, Y0, T1, **PATHS[path], rtol=1e-6, atol=1e-9)
+
+
+def test_checkpoint_switch_is_honoured_on_clocked_runs():
+    """`checkpoint=False` was ignored on clocked fixed-step runs (the grid stepper was always
+    checkpointed): the reverse pass of a clocked run now rematerializes exactly as the plain
+    run's does, for either setting."""
+
+    def final_x(u, checkpoint, clocks):
+        sol = js.simulate(
+            MODEL, Y0, 2.0, solver=js.RK4(), dt=DT, args={"u": u}, clocks=clocks,
+            checkpoint=checkpoint, outputs=False,
+        )  # fmt: skip
+        assert sol.counts is not None  # the fixed-grid stepper ran it
+        return sol.ys["x"][-1]
+
+    def remats(checkpoint, clocks):
+        grad = jax.grad(lambda u: final_x(u, checkpoint, clocks))
+        return str(jax.make_jaxpr(grad)(0.1)).count("remat")
+
+    for checkpoint in (True, False):
+        assert remats(checkpoint, [NOOP]) == remats(checkpoint, ())
+        # The switch changes memory, never values: x(2) = x0 + (c + u) 2, d/du = 2.
+        g = jax.grad(lambda u, c=checkpoint: final_x(u, c, [NOOP]))(0.1)
+        np.testing.assert_allclose(g, 2.0, rtol=0, atol=EXACT_TOL)
+    assert remats(True, [NOOP]) > remats(False, [NOOP])

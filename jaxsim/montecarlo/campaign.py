@@ -215,6 +215,11 @@ def _plan(where, fn, params, directory, chunk_size, key, n, devices, mesh, axis_
         where, max_chunks, process_index, process_count, config, units, load
     )
     directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(
+            f"{where}: `directory` {str(directory)!r} is a file; give a folder for the "
+            "campaign's store (created when missing, resumed when it holds a campaign)."
+        )
     manifest = _read_manifest(directory, where) if directory.exists() else None
     if manifest is not None and manifest.get("format") == _FORMAT_V1:
         raise ValueError(
