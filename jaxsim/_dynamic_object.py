@@ -123,8 +123,8 @@ class AbstractDynamicObject(eqx.Module):
     def reads_only_commands(self) -> bool:
         """True when the object reads nothing from `args` but the addresses of `command_spec()`.
 
-        Then `simulate` refuses other top-level keys of `args` (unless discrete models or events,
-        which may read them, are given). Default False.
+        Then `simulate` refuses other top-level keys of `args` unless a discrete model or an event
+        given to the run reads them. Default False.
         """
         return False
 

@@ -6,7 +6,7 @@ parameters) bypasses the checks of its `__init__`. A dynamic object may expose
 `"<effector>.<quantity>"`, e.g. `"hub.mass"`). `simulate` reads it once per run:
 
 - concrete checks that fail are refused at the call, naming the quantities
-  (`jaxsim._checks.check_physical`);
+  (`jaxsim._request.check_physical`);
 - traced ones (`jit`, `vmap`, `grad`, Monte Carlo members) fail the run with
   `RESULTS.invalid_model`: with `throw=True` the program raises, its message naming the first
   failing check (`invalid_message`); with `throw=False` `Solution.result` is `invalid_model`
