@@ -19,6 +19,7 @@ from ._effector import (
     AbstractDynamicEffector as AbstractDynamicEffector,
     AbstractEffector as AbstractEffector,
     AbstractStateEffector as AbstractStateEffector,
+    TwoMethodStateEffector as TwoMethodStateEffector,
     as_contribution as as_contribution,
 )
 from ._exponential_atmosphere import ExponentialAtmosphere as ExponentialAtmosphere

@@ -134,6 +134,10 @@ class Drag(AbstractDynamicEffector):
         eps = read_state(ctx, "Drag", self.cd_correction)[self.cd_correction_index]
         return jnp.maximum(0.0, self.Cd * (1.0 + eps))
 
+    def init_commands(self) -> dict:
+        """Reads no commands (`{}`)."""
+        return {}
+
     def force_torque(self, ctx: HubContext) -> ForceTorque:
         v_B = mv3(ctx.dcm_BN, ctx.v_BN_N)
         v2 = dot3(v_B, v_B)
@@ -149,8 +153,13 @@ class Drag(AbstractDynamicEffector):
         )
         return ForceTorque(jnp.zeros(3), F_B, cross3(self.r_cp_B, F_B))
 
-    # Units of the `outputs` entries (`output_units()`).
-    OUTPUT_UNITS = {"density": "kg/m^3", "Cd": "-", "force_B": "N", "torque_B": "N m"}
+    # Units of the outputs (and commands) by name (`units()`).
+    UNITS = {
+        "density": "kg/m^3",
+        "Cd": "-",
+        "force_B": "N",
+        "torque_B": "N m",
+    }
 
     def outputs(self, ctx: HubContext) -> dict:
         ft = self.force_torque(ctx)

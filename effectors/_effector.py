@@ -30,9 +30,38 @@ from ._types import (
 
 
 class AbstractEffector(eqx.Module):
-    """Common base: a unique `name` (static) and optional breakpoints of scheduled inputs."""
+    """Common base: the declared contract of every effector.
+
+    A subclass defines `name` (a static field). Every other member has a declared default here,
+    which a subclass overrides (a class attribute, a field or a method) when it has the feature;
+    the spacecraft reads them directly, never by probing:
+
+    - `attached`: effectors mounted on this one (e.g. on a panel), each seeing the body as its hub;
+    - `reads_mass_flows`: names of the effectors whose `mass_flow` this one drains (a tank);
+    - `reads_states`: names of state effectors whose states it reads from `ctx.states`;
+    - `UNITS`, `units()`: units of its states, outputs and commands, by name;
+    - `ELEMENT_DIM`: the dimension of its units in result datasets;
+    - `init_commands()`: the commands it reads from `args[name]`;
+    - `mass_flow(mctx)`: its propellant mass flow [kg/s] per unit (thrusters);
+    - `physical_checks(x)`: traced checks of its parameters (and state);
+    - `breakpoints()`, `check_solver(solver, dt)`.
+    """
 
     name: eqx.AbstractVar[str]
+    # Effectors mounted on this one: a tuple of dynamic effectors (a field where it has them).
+    attached: ClassVar[tuple] = ()
+    # Names of the effectors whose `mass_flow` this one drains (resolved by `Spacecraft`).
+    reads_mass_flows: ClassVar[tuple[str, ...]] = ()
+    # Units by name of the state leaves, the `outputs` entries and the commands (one meaning per
+    # name), e.g. `{"Omega": "rad/s", "motor_torque": "N m"}`; it may name entries that a
+    # configuration does not have (e.g. the angle of balanced wheels). See `units()`.
+    UNITS: ClassVar[dict] = {}
+    # The name of the dimension along which this effector's units lie in its outputs and states
+    # (e.g. "wheel"), shared by all its entries in `jaxsim.results.to_xarray`; None: its `name`.
+    ELEMENT_DIM: ClassVar[str | None] = None
+    # A Python int in an effector's non-static field is a parameter given without a decimal point:
+    # traced as float64 (`jaxsim.AbstractDynamicObject.ints_are_parameters`).
+    ints_are_parameters: ClassVar[bool] = True
 
     def breakpoints(self) -> tuple:
         """Times [s] at which this effector's inputs are discontinuous."""
@@ -43,39 +72,52 @@ class AbstractEffector(eqx.Module):
         adaptive run) this configuration cannot run under; called by `simulate` at the call.
         Default: any solver."""
 
-    # Units of the `outputs` entries by name, e.g. `{"torque_B": "N m"}` (subclasses set it; it may
-    # name entries that a configuration does not record, e.g. the angle of balanced wheels).
-    OUTPUT_UNITS = {}
+    def init_commands(self) -> dict | None:
+        """The commands this effector reads from `args[name]`: `{key: zeros}` with the shapes
+        they broadcast to (units in `units()["args"]`), `{}` when it reads none. `simulate`
+        refuses a misspelt key or a wrong shape, naming them. None (the default, for effectors
+        that do not declare it): undeclared, not checked; the spacecraft then accepts any other
+        top-level key of `args`."""
+        return None
 
-    def output_units(self) -> dict:
-        """Units of this effector's `outputs` entries, keyed like them (`{"torque_B": "N m"}`);
-        effectors mounted on it (`attached`) nest theirs under `"attached"` by name, as their
-        outputs do. Read by `Spacecraft.output_units`, hence by `jaxsim.results.to_xarray` and
-        the plots. Default: the class's `OUTPUT_UNITS`."""
-        units = dict(self.OUTPUT_UNITS)
-        kids = {c.name: c.output_units() for c in getattr(self, "attached", ())}
+    def units(self) -> dict:
+        """Units of what this effector records, keyed as the results are:
+        `{"ys": state units, "outputs": output units, "args": command units}`, each a dict by
+        name from `UNITS` (states: the keys of its state; commands: the keys of
+        `init_commands()`; outputs: all of `UNITS`, of which `Spacecraft.units` keeps the entries
+        that its outputs have). Effectors mounted on it (`attached`) nest their output units under
+        `"attached"` by name, as their outputs do. An effector with an array state (not a dict)
+        overrides this method to give its unit as a string."""
+        state_keys = self._state_keys()
+        commands = self.init_commands() or {}
+        outputs = dict(self.UNITS)
+        kids = {c.name: c.units()["outputs"] for c in self.attached}
         kids = {name: u for name, u in kids.items() if u}
         if kids:
-            units["attached"] = kids
-        return units
+            outputs["attached"] = kids
+        return {
+            "ys": {k: u for k, u in self.UNITS.items() if k in state_keys},
+            "outputs": outputs,
+            "args": {k: u for k, u in self.UNITS.items() if k in commands},
+        }
 
-    # The name of the dimension along which this effector's units lie in its outputs and states
-    # (e.g. "wheel"), shared by all its entries in `jaxsim.results.to_xarray`; None: the
-    # effector's `name`.
-    ELEMENT_DIM = None
-    # A Python int in an effector's non-static field is a parameter given without a decimal point:
-    # traced as float64 (`jaxsim.AbstractDynamicObject.ints_are_parameters`).
-    ints_are_parameters: ClassVar[bool] = True
+    def _state_keys(self) -> set:
+        """The keys of its dict state (none for a dynamic effector)."""
+        return set()
 
     def element_dim(self) -> str:
         """The dimension of this effector's units in result datasets: `ELEMENT_DIM` or `name`."""
         return self.ELEMENT_DIM or self.name
 
-    # The commands this effector reads from `args[name]`, checked by `simulate` at the call:
-    # `{key: shape}` (the value must broadcast to `shape`; None: any shape), a tuple of keys
-    # (shapes unknown) or `()` (reads none). None (the default, for effectors that do not declare
-    # it): undeclared, not checked; the spacecraft then accepts any other top-level key of `args`.
-    commands = None
+    def mass_flow(self, mctx: MassContext) -> Any:
+        """Propellant mass flow [kg/s] per unit, `(n,)`, read by the state effectors that drain
+        it (`reads_mass_flows`). Default: this effector has no mass flow (not drainable)."""
+        raise NotImplementedError(f"{type(self).__name__} {self.name!r} has no mass flow.")
+
+    def physical_checks(self, x=None) -> dict:
+        """`{quantity: traced bool}` (True where physical) of its parameters and, with a state
+        `x`, of its state; read by `Spacecraft.validity`. Default: none (`{}`)."""
+        return {}
 
     @property
     def reads_states(self) -> tuple[str, ...]:
@@ -84,6 +126,11 @@ class AbstractEffector(eqx.Module):
         `Spacecraft` checks at construction that each named state effector exists.
         """
         return ()
+
+
+def has_mass_flow(effector) -> bool:
+    """Whether `effector` defines `mass_flow` (overrides the declared default)."""
+    return type(effector).mass_flow is not AbstractEffector.mass_flow
 
 
 class AbstractDynamicEffector(AbstractEffector):
@@ -123,24 +170,12 @@ def require_fixed_rk4(effector, flag: str, solver, dt) -> None:
         )
 
 
-def _missing(effector, method: str) -> str:
-    return (
-        f"{type(effector).__name__}: a state effector implements `contribute(x, ctx)`, or both "
-        f"`back_substitution(x, ctx)` and `derivative(x, ctx, rDDot_BN_B, omegaDot_BN_B)`; "
-        f"`{method}` is missing."
-    )
-
-
 def check_state_effector(effector) -> None:
-    """Refuse, by name, a state effector that cannot take part in a derivative evaluation: neither
-    `contribute` nor both `back_substitution` and `derivative` overridden, or a `mass_props` with
-    the former signature `(t, x)` (now `(x, ctx)`, the time is `ctx.t`)."""
+    """Refuse, by name, a state effector whose `mass_props` has the former signature `(t, x)`
+    (now `(x, ctx)`, the time is `ctx.t`). (One without `contribute` cannot be built: it is
+    abstract.)"""
     cls = type(effector)
     base = AbstractStateEffector
-    if cls.contribute is base.contribute:
-        for method in ("back_substitution", "derivative"):
-            if getattr(cls, method) is getattr(base, method):
-                raise TypeError(_missing(effector, method))
     if cls.mass_props is not base.mass_props:
         params = list(inspect.signature(cls.mass_props).parameters)
         if len(params) >= 2 and params[1] == "t":
@@ -152,55 +187,38 @@ def check_state_effector(effector) -> None:
 
 
 class AbstractStateEffector(AbstractEffector):
-    """An effector with its own states, coupled to the hub through back-substitution."""
+    """An effector with its own states, coupled to the hub through back-substitution.
+
+    A subclass implements `init_state` and `contribute` (the one form of a state effector; the
+    two-method form `back_substitution` + `derivative` is `TwoMethodStateEffector`, an adapter);
+    the other members have declared defaults.
+    """
 
     @abc.abstractmethod
     def init_state(self, **overrides) -> Any:
         """The effector's state pytree at t0, from its configured initial values (or `overrides`)."""
 
-    # Units of the state leaves by name (a dict state), or one unit string (an array state).
-    STATE_UNITS = {}
+    @abc.abstractmethod
+    def contribute(self, x, ctx: HubContext) -> Contribution | JointContribution:
+        """This effector's part of one derivative evaluation, in one pass: its back-substitution
+        terms and a closure giving its state derivative from the solved hub accelerations
+        (`Contribution`), or, for a 1-DOF effector, its joint rows and a closure giving its state
+        derivative from its joint accelerations (`JointContribution`, stacked by the spacecraft
+        with the rows of its other 1-DOF effectors). What both need is computed once, here."""
 
-    def state_units(self):
-        """Units of this effector's state, keyed like `init_state()`'s dict (only the entries it
-        has), or one unit string for an array state. Default: from the class's `STATE_UNITS`."""
-        if isinstance(self.STATE_UNITS, str):
-            return self.STATE_UNITS
+    def _state_keys(self) -> set:
         state = jax.eval_shape(self.init_state)
-        if not isinstance(state, dict):
-            return {}
-        return {k: u for k, u in self.STATE_UNITS.items() if k in state}
+        return set(state) if isinstance(state, dict) else set()
 
     def mass_props(self, x, ctx: MassContext) -> MassProps:
         """Mass properties this effector adds to the spacecraft (about $B$), given its state `x`
         and the `MassContext` (time, `args`, all states). Default: none."""
         return MassProps.zeros()
 
-    def contribute(self, x, ctx: HubContext) -> Contribution | JointContribution:
-        """This effector's part of one derivative evaluation, in one pass: its back-substitution
-        terms and a closure giving its state derivative from the solved hub accelerations
-        (`Contribution`), or, for a 1-DOF effector, its joint rows and a closure giving its state
-        derivative from its joint accelerations (`JointContribution`, stacked by the spacecraft
-        with the rows of its other 1-DOF effectors). Override it to compute shared intermediates
-        once. Default: from `back_substitution` and `derivative`."""
-        return Contribution(
-            self.back_substitution(x, ctx),
-            lambda rDDot_BN_B, omegaDot_BN_B: self.derivative(x, ctx, rDDot_BN_B, omegaDot_BN_B),
-        )
-
-    def back_substitution(self, x, ctx: HubContext) -> BackSub:
-        """Contributions $A, B, C, D, \\mathbf v_{trans}, \\mathbf v_{rot}$. Implement this and
-        `derivative`, or `contribute` (then this method is `contribute(x, ctx).back_sub`)."""
-        if type(self).contribute is AbstractStateEffector.contribute:
-            raise NotImplementedError(_missing(self, "back_substitution"))
-        return as_contribution(self.contribute(x, ctx)).back_sub
-
-    def derivative(self, x, ctx: HubContext, rDDot_BN_B, omegaDot_BN_B) -> Any:
-        """State derivative from the solved hub accelerations (both in $\\mathcal B$ components).
-        Implement this and `back_substitution`, or `contribute`."""
-        if type(self).contribute is AbstractStateEffector.contribute:
-            raise NotImplementedError(_missing(self, "derivative"))
-        return as_contribution(self.contribute(x, ctx)).derivative(rDDot_BN_B, omegaDot_BN_B)
+    def supplies(self, x) -> Any:
+        """Whether the effectors it drains (`reads_mass_flows`) have propellant (a traced bool),
+        or None (the default) when it never starves them; read by `Spacecraft`."""
+        return None
 
     def energy_momentum(self, x, ctx: HubContext) -> EnergyMomentum:
         """Energy/momentum contribution. Default: none."""
@@ -227,6 +245,27 @@ class AbstractStateEffector(AbstractEffector):
     def diffusion(self, x, ctx: HubContext) -> Any:
         r"""$g(t, x)$ for $dx = f\,dt + g\,dW$: leaves shaped `leaf.shape + (noise_dim,)`. Default: none."""
         return None
+
+
+class TwoMethodStateEffector(AbstractStateEffector):
+    """Adapter: a state effector written as two methods, `back_substitution(x, ctx)` (its
+    `BackSub` terms) and `derivative(x, ctx, rDDot_BN_B, omegaDot_BN_B)` (its state derivative
+    from the solved hub accelerations), for effectors whose two halves share nothing (e.g. the
+    noise states). `contribute` is the pair of them; everything else is `AbstractStateEffector`'s."""
+
+    @abc.abstractmethod
+    def back_substitution(self, x, ctx: HubContext) -> BackSub:
+        """Contributions $A, B, C, D, \\mathbf v_{trans}, \\mathbf v_{rot}$."""
+
+    @abc.abstractmethod
+    def derivative(self, x, ctx: HubContext, rDDot_BN_B, omegaDot_BN_B) -> Any:
+        """State derivative from the solved hub accelerations (both in $\\mathcal B$ components)."""
+
+    def contribute(self, x, ctx: HubContext) -> Contribution:
+        return Contribution(
+            self.back_substitution(x, ctx),
+            lambda rDDot_BN_B, omegaDot_BN_B: self.derivative(x, ctx, rDDot_BN_B, omegaDot_BN_B),
+        )
 
 
 class KinematicsStateEffector(AbstractStateEffector):

@@ -44,10 +44,10 @@ class ExtForceTorque(AbstractDynamicEffector):
     torque_B: object
     name: str = eqx.field(static=True)
 
-    @property
-    def commands(self) -> dict:
-        """The keys read from `args[name]` and the shapes they broadcast to (`simulate` checks)."""
-        return {"force_N": (3,), "force_B": (3,), "torque_B": (3,)}
+    def init_commands(self) -> dict:
+        """`{"force_N", "force_B": zeros (3,) [N], "torque_B": zeros (3,) [N m]}`: the commands
+        read from `args[name]`."""
+        return {k: jnp.zeros(3) for k in ("force_N", "force_B", "torque_B")}
 
     def __init__(
         self,
@@ -72,8 +72,12 @@ class ExtForceTorque(AbstractDynamicEffector):
         tau = tau + cmd.get("torque_B", 0.0)
         return ForceTorque(jnp.asarray(F_N), jnp.asarray(F_B), jnp.asarray(tau))
 
-    # Units of the `outputs` entries (`output_units()`).
-    OUTPUT_UNITS = {"force_N": "N", "force_B": "N", "torque_B": "N m"}
+    # Units of the outputs (and commands) by name (`units()`).
+    UNITS = {
+        "force_N": "N",
+        "force_B": "N",
+        "torque_B": "N m",
+    }
 
     def outputs(self, ctx):
         ft = self.force_torque(ctx)

@@ -455,22 +455,23 @@ class FuelTank(AbstractStateEffector):
         self.starve_thrusters = starve_thrusters
         self.name = check_name(cls, "name", name)
 
-    # The commands read from `args[name]` (checked by `simulate`).
-    commands = {"leak_rate": ()}
-    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
-    STATE_UNITS = {
+    def init_commands(self) -> dict:
+        """`{"leak_rate": 0}` [kg/s]: the command read from `args[name]`."""
+        return {"leak_rate": jnp.zeros(())}
+
+    # Units of the states, outputs and commands by name (`units()`).
+    UNITS = {
         "mass": "kg",
         "flow_prev": "kg/s",
         "lag_h": "s",
         "lag_n": "s",
         "lag_flow_h": "kg",
-    }
-    OUTPUT_UNITS = {
         "fuelMass": "kg",
         "fuelMassDot": "kg/s",
         "maxFuelMass": "kg",
         "r_TcB_B": "m",
         "ITankPntT_B": "kg m^2",
+        "leak_rate": "kg/s",
     }
 
     @property

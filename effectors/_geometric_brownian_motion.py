@@ -6,12 +6,12 @@ from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
 
-from ._effector import AbstractStateEffector
+from ._effector import TwoMethodStateEffector
 from ._mean_reverting_noise import broadcast_params
 from ._types import BackSub, HubContext
 
 
-class GeometricBrownianMotion(AbstractStateEffector):
+class GeometricBrownianMotion(TwoMethodStateEffector):
     r"""$n$ independent inhomogeneous geometric Brownian motion (IGBM) correction states $\delta_i$,
     with multiplicative factor $X_i = 1 + \delta_i$ (Ito):
     $$d\delta = \frac{\mu - (1+\delta)}{\tau}\,dt + s\,(1+\delta)\,dW,\qquad
@@ -41,7 +41,6 @@ class GeometricBrownianMotion(AbstractStateEffector):
     delta0: Float[Array, " n"]
     n: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
-    commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(
         self,
@@ -69,6 +68,10 @@ class GeometricBrownianMotion(AbstractStateEffector):
         ss = self.sigma_st**2
         return jnp.sqrt(2.0 / self.tau * ss / (self.mu**2 + ss))
 
+    def init_commands(self) -> dict:
+        """Reads no commands (`{}`)."""
+        return {}
+
     def init_state(self, delta=None) -> Float[Array, " n"]:
         if delta is None:
             return self.delta0
@@ -87,9 +90,9 @@ class GeometricBrownianMotion(AbstractStateEffector):
     def diffusion(self, x, ctx: HubContext):
         return jnp.diag(self.s * (1.0 + x))
 
-    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
-    STATE_UNITS = "-"
-    OUTPUT_UNITS = {"delta": "-", "factor": "-"}
+    def units(self) -> dict:
+        """The relative deviation is dimensionless: state `"-"`, outputs `delta`, `factor` [-]."""
+        return {"ys": "-", "outputs": {"delta": "-", "factor": "-"}, "args": {}}
 
     def outputs(self, x, ctx: HubContext) -> dict:
         return {"delta": x, "factor": 1.0 + x}

@@ -51,6 +51,10 @@ class GravityGradient(AbstractDynamicEffector):
         self.bodies = bodies
         self.name = check_name("GravityGradient", "name", name)
 
+    def init_commands(self) -> dict:
+        """Reads no commands (`{}`)."""
+        return {}
+
     def force_torque(self, ctx: HubContext) -> ForceTorque:
         IC = ctx.IC_B
         tau = jnp.zeros(3)
@@ -63,8 +67,10 @@ class GravityGradient(AbstractDynamicEffector):
         z = jnp.zeros(3)
         return ForceTorque(z, z, tau)
 
-    # Units of the `outputs` entries (`output_units()`).
-    OUTPUT_UNITS = {"torque_B": "N m"}
+    # Units of the outputs (and commands) by name (`units()`).
+    UNITS = {
+        "torque_B": "N m",
+    }
 
     def outputs(self, ctx):
         return {"torque_B": self.force_torque(ctx).torque_B}

@@ -23,7 +23,7 @@ from jaxsim.kinematics import (
     outer3,
     tilde,
 )
-from jaxsim.signals import AbstractSignal, breakpoints_of
+from jaxsim.signals import AbstractSignal
 from jaxsim.validation import (
     check_inertia,
     check_name,
@@ -36,10 +36,11 @@ from jaxsim.validation import (
 
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
 from ._effector import AbstractDynamicEffector, KinematicsStateEffector
+from ._joint_drive import ROTARY_NAMES, ROTARY_UNITS, CommandedRotaryJoints, JointDrive
 from ._joints import JointContribution, JointRows
 from ._physical import inertia_pd, nonnegative, positive
 from ._types import EnergyMomentum, HubContext, MassProps
-from ._unit_params import command, input_at, per_unit, unit_count, unit_input
+from ._unit_params import per_unit, unit_count
 
 
 def _congruence(dcm_SB, I_S):
@@ -47,7 +48,7 @@ def _congruence(dcm_SB, I_S):
     return mm3(jnp.swapaxes(dcm_SB, -1, -2), mm3(I_S, dcm_SB))
 
 
-class HingedRigidBodies(KinematicsStateEffector):
+class HingedRigidBodies(CommandedRotaryJoints, KinematicsStateEffector):
     r"""$n$ rigid panels, each on a single-axis torsional hinge with spring, damper and motor.
 
     Each panel obeys (Allard, Schaub & Piggott, JSR 55(5), 2018; Basilisk `hingedRigidBodyStateEffector`)
@@ -102,18 +103,11 @@ class HingedRigidBodies(KinematicsStateEffector):
     dcm_HB: Float[Array, "n 3 3"]
     theta0: Float[Array, " n"]
     thetaDot0: Float[Array, " n"]
-    thetaRef: object
-    thetaDotRef: object
-    motor_torque: object
+    drive: JointDrive
     attached: tuple
     attached_index: tuple = eqx.field(static=True)
     num_panels: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
-
-    @property
-    def commands(self) -> dict:
-        """The keys read from `args[name]` and the shapes they broadcast to (`simulate` checks)."""
-        return {k: (self.num_panels,) for k in ("motor_torque", "thetaRef", "thetaDotRef")}
 
     def __init__(
         self,
@@ -147,17 +141,14 @@ class HingedRigidBodies(KinematicsStateEffector):
                 fail(cls, "IPntS_S", "must be diagonal in the panel frame S", "kg m^2", inertia)
         self.IPntS_S = inertia
         self.d = check_nonnegative(cls, "d", per_unit(cls, "d", d, "m", n), "m")
-        self.k = check_nonnegative(cls, "k", per_unit(cls, "k", k, "N m/rad", n), "N m/rad")
-        self.c = check_nonnegative(cls, "c", per_unit(cls, "c", c, "N m s/rad", n), "N m s/rad")
+        self.drive = JointDrive(cls, n, k=k, c=c, ref=thetaRef, rate_ref=thetaDotRef,
+                                motor=motor_torque, names=ROTARY_NAMES, units=ROTARY_UNITS)  # fmt: skip
         self.r_HB_B = per_unit(cls, "r_HB_B", r_HB_B, "m", n, (3,))
         self.dcm_HB = check_orthonormal(
             cls, "dcm_HB", per_unit(cls, "dcm_HB", dcm_HB, "-", n, (3, 3))
         )
         self.theta0 = per_unit(cls, "theta0", theta0, "rad", n)
         self.thetaDot0 = per_unit(cls, "thetaDot0", thetaDot0, "rad/s", n)
-        self.thetaRef = unit_input(cls, "thetaRef", thetaRef, "rad", n)
-        self.thetaDotRef = unit_input(cls, "thetaDotRef", thetaDotRef, "rad/s", n)
-        self.motor_torque = unit_input(cls, "motor_torque", motor_torque, "N m", n)
         self.attached_index, self.attached = parse_attached(cls, attached, n)
         self.name = check_name(cls, "name", name)
 
@@ -199,16 +190,7 @@ class HingedRigidBodies(KinematicsStateEffector):
         return I[:, 0, 0], I[:, 1, 1], I[:, 2, 2]
 
     def _inputs(self, ctx):
-        n, t = self.num_panels, ctx.t
-        u = input_at(self.motor_torque, t, n)
-        cmd = command(ctx.args, self.name, "motor_torque")
-        if cmd is not None:
-            u = u + jnp.broadcast_to(jnp.asarray(cmd, dtype=float), (n,))
-        refs = []
-        for key, value in (("thetaRef", self.thetaRef), ("thetaDotRef", self.thetaDotRef)):
-            cmd = command(ctx.args, self.name, key)
-            refs.append(input_at(value if cmd is None else cmd, t, n))
-        return u, refs[0], refs[1]
+        return self.drive.inputs(ctx.t, ctx.args, self.name)
 
     def mass_props(self, x, ctx=None) -> MassProps:
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = self._kinematics(x)
@@ -274,14 +256,14 @@ class HingedRigidBodies(KinematicsStateEffector):
         m, d = self.mass, self.d
         Is1, Is2, Is3 = self._principal()
         omega = jnp.broadcast_to(ctx.omega_BN_B, s1.shape)
-        u, thetaRef, thetaDotRef = self._inputs(ctx)
+        drive = self._inputs(ctx)
         F_B, tau_B, _, _, _ = self._attached(x, ctx, kin)
         md = m * d
         J = Is2 + m * d**2
         a = -(md / J)[:, None] * s3
         b = -(J[:, None] * s2 + md[:, None] * cross3(self.r_HB_B, s3)) / J[:, None]
         tau_gH = cross3(-d[:, None] * s1, m[:, None] * ctx.g_B)
-        hinge = u - self.k * (theta - thetaRef) - self.c * (thetaDot - thetaDotRef)
+        hinge = self.drive.force(theta, thetaDot, drive)
         hinge_att = dot3(s2, tau_B + cross3(-d[:, None] * s1, F_B))
         w_s1, w_s3 = dot3(s1, omega), dot3(s3, omega)
         wwr = cross3(omega, cross3(omega, self.r_HB_B))
@@ -332,7 +314,7 @@ class HingedRigidBodies(KinematicsStateEffector):
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
         m = self.mass
         omega = jnp.broadcast_to(ctx.omega_BN_B, s1.shape)
-        _, thetaRef, _ = self._inputs(ctx)
+        drive = self._inputs(ctx)
         omega_SN = omega + x["thetaDot"][:, None] * s2
         I_S_B = _congruence(dcm_SB, self.IPntS_S)
         rDot = rPrime_SB + cross3(omega, r_SB)
@@ -341,14 +323,13 @@ class HingedRigidBodies(KinematicsStateEffector):
         E = (
             0.5 * dot3(omega_SN, Iw)
             + 0.5 * m * dot3(rDot, rDot)
-            + 0.5 * self.k * (x["theta"] - thetaRef) ** 2
+            + self.drive.spring_energy(x["theta"], drive)
         )
         return EnergyMomentum(jnp.sum(H, axis=0), jnp.sum(E))
 
-    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    # Units of the states, outputs and commands by name (`units()`).
     ELEMENT_DIM = "panel"  # one entry per unit in result datasets
-    STATE_UNITS = {"theta": "rad", "thetaDot": "rad/s"}
-    OUTPUT_UNITS = {
+    UNITS = {
         "theta": "rad",
         "thetaDot": "rad/s",
         "hinge_torque": "N m",
@@ -360,20 +341,23 @@ class HingedRigidBodies(KinematicsStateEffector):
         "attached_force_S": "N",
         "attached_torque_S": "N m",
         "attached_hinge_torque": "N m",
+        "motor_torque": "N m",
+        "thetaRef": "rad",
+        "thetaDotRef": "rad/s",
     }
 
     def _outputs(self, x, ctx: HubContext, kin) -> dict:
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
         theta, thetaDot = x["theta"], x["thetaDot"]
         omega = ctx.omega_BN_B
-        u, thetaRef, thetaDotRef = self._inputs(ctx)
-        damper = self.c * (thetaDot - thetaDotRef)
+        drive = self._inputs(ctx)
+        damper = self.drive.damper(thetaDot, drive)
         dcm_NB = ctx.dcm_NB
         rDot = rPrime_SB + cross3(omega, r_SB)
         out = {
             "theta": theta,
             "thetaDot": thetaDot,
-            "hinge_torque": u - self.k * (theta - thetaRef) - damper,
+            "hinge_torque": self.drive.force(theta, thetaDot, drive),
             "damper_power": -damper * thetaDot,
             "r_SN_N": ctx.r_BN_N + ctx.r_origin_N + mv3(dcm_NB, r_SB),
             "v_SN_N": ctx.v_BN_N + ctx.v_origin_N + mv3(dcm_NB, rDot),
@@ -391,5 +375,4 @@ class HingedRigidBodies(KinematicsStateEffector):
         return out
 
     def breakpoints(self):
-        own = breakpoints_of(self.thetaRef, self.thetaDotRef, self.motor_torque)
-        return own + tuple(b for ch in self.attached for b in ch.breakpoints())
+        return self.drive.breakpoints() + tuple(b for ch in self.attached for b in ch.breakpoints())

@@ -7,7 +7,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.validation import as_array, check_name, check_nonnegative, check_positive
 
-from ._effector import AbstractStateEffector
+from ._effector import TwoMethodStateEffector
 from ._types import BackSub, HubContext
 
 
@@ -31,7 +31,7 @@ def broadcast_params(cls: str, params: dict) -> tuple[int, dict]:
     return n, {k: jnp.broadcast_to(a, (n,)) for k, a in arrs.items()}
 
 
-class MeanRevertingNoise(AbstractStateEffector):
+class MeanRevertingNoise(TwoMethodStateEffector):
     r"""$n$ independent Ornstein-Uhlenbeck noise states (no mass, no load of their own):
     $$dx_i = -\frac{x_i}{\tau_i}\,dt + \sigma_i\sqrt{\frac{2}{\tau_i}}\,dW_i .$$
 
@@ -62,7 +62,6 @@ class MeanRevertingNoise(AbstractStateEffector):
     x0: Float[Array, " n"]
     n: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
-    commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(
         self,
@@ -80,6 +79,10 @@ class MeanRevertingNoise(AbstractStateEffector):
         self.sigma = check_nonnegative(cls, "sigma", p["sigma"], "state units")
         self.x0 = p["x0"]
         self.name = check_name(cls, "name", name)
+
+    def init_commands(self) -> dict:
+        """Reads no commands (`{}`)."""
+        return {}
 
     def init_state(self, x=None) -> Float[Array, " n"]:
         if x is None:

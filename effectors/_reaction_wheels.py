@@ -115,7 +115,6 @@ from jaxsim.signals import AbstractSignal, breakpoints_of, evaluate
 from jaxsim.validation import (
     as_array,
     check_name,
-    check_nonnegative,
     check_positive,
     check_unit_vectors,
     fail,
@@ -126,6 +125,7 @@ from ._effector import AbstractStateEffector
 from ._joints import JointContribution, JointRows
 from ._physical import nonnegative, positive
 from ._types import EnergyMomentum, HubContext, MassProps
+from ._wheel_parts import WheelFriction, WheelLimits, per_wheel as _per_wheel
 
 
 _CLS = "ReactionWheels"
@@ -133,22 +133,6 @@ _MODELS = ("balanced", "jitter_simple", "jitter_fully_coupled")
 _COUPLED_FORMS = ("general", "basilisk")
 # Tolerance on the orthonormality of (gsHat, w2Hat0, w3Hat0): the same as check_unit_vectors.
 _ORTHO_TOL = 1e-9
-
-
-def _per_wheel(arg, value, unit, n, default):
-    """A per-wheel parameter: scalar or `(n,)`, finite; `None` gives `default` (scalar)."""
-    # Explicit dtype: strongly typed leaves, so that models differing only in values share a compile.
-    if value is None:
-        return jnp.full((n,), float(default), dtype=float)
-    arr = as_array(_CLS, arg, value, unit)
-    if arr.ndim == 0:
-        return jnp.broadcast_to(arr, (n,))
-    if arr.shape != (n,):
-        raise ValueError(
-            f"{_CLS}: `{arg}` must be a scalar or have shape ({n},) (one per wheel) [{unit}]; "
-            f"got shape {tuple(arr.shape)}."
-        )
-    return arr
 
 
 def _per_wheel_vec(arg, value, unit, n):
@@ -174,17 +158,101 @@ def _default_transverse(gsHat_B):
     return w2, cross3(g, w2)
 
 
-def _limit_disabled(x):
-    return jnp.where(x > 0, x, -1.0)
+def _part(component, field):
+    return None if component is None else getattr(component, field)
 
 
-def _sign(x):
-    return jnp.sign(x)
+def _spin_axes(gsHat_B):
+    """The spin axes as `(n, 3)` unit vectors (one `(3,)` axis: one wheel)."""
+    g = as_array(_CLS, "gsHat_B", gsHat_B, "-")
+    if g.shape == (3,):
+        g = g[None, :]
+    if g.ndim != 2 or g.shape[1] != 3 or g.shape[0] < 1:
+        raise ValueError(
+            f"{_CLS}: `gsHat_B` must have shape (n, 3) with n >= 1 (one row per wheel) [-]; "
+            f"got shape {tuple(g.shape)}."
+        )
+    return check_unit_vectors(_CLS, "gsHat_B", g)
 
 
-def _safe(x, ok):
-    """`x` where `ok`, else 1 (keeps both branches of a `where` finite under grad)."""
-    return jnp.where(ok, x, 1.0)
+def _transverse_axes(g, w2Hat0_B, w3Hat0_B):
+    """`(w2Hat0_B, w3Hat0_B)`: given (checked to complete a right-handed triad with `g`), or
+    Basilisk's factory convention when both are None."""
+    n = g.shape[0]
+    if w2Hat0_B is None and w3Hat0_B is None:
+        return _default_transverse(g)
+    if w2Hat0_B is None or w3Hat0_B is None:
+        missing = "w2Hat0_B" if w2Hat0_B is None else "w3Hat0_B"
+        raise ValueError(
+            f"{_CLS}: `{missing}` must be given together with the other transverse axis "
+            "(or both omitted for the factory default); got None."
+        )
+    w2 = check_unit_vectors(_CLS, "w2Hat0_B", _per_wheel_vec("w2Hat0_B", w2Hat0_B, "-", n))
+    w3 = check_unit_vectors(_CLS, "w3Hat0_B", _per_wheel_vec("w3Hat0_B", w3Hat0_B, "-", n))
+    if is_concrete(w2) and is_concrete(g):
+        dots = jnp.abs(jnp.sum(g * w2, axis=-1))
+        if bool(jnp.any(dots > _ORTHO_TOL)):
+            why = f"must be orthogonal to `gsHat_B` (|g.w2| = {np.asarray(dots)})"
+            fail(_CLS, "w2Hat0_B", why, "-", w2)
+    if is_concrete(w3) and is_concrete(w2) and is_concrete(g):
+        err = jnp.max(jnp.abs(jnp.cross(g, w2) - w3), axis=-1)
+        if bool(jnp.any(err > _ORTHO_TOL)):
+            why = f"must equal gsHat_B x w2Hat0_B (right-handed triad; error {np.asarray(err)})"
+            fail(_CLS, "w3Hat0_B", why, "-", w3)
+    return w2, w3
+
+
+def _rotor_params(n, model, Js, Jt, Jg, mass, U_s, U_d):
+    """`(Js, Jt, Jg, mass, U_s, U_d)` per wheel, checked (`Jt`, `Jg` default `Js / 2`)."""
+    coupled = model == "jitter_fully_coupled"
+    Js = check_positive(_CLS, "Js", _per_wheel("Js", Js, "kg m^2", n, 0.0), "kg m^2")
+    Jt = Js / 2.0 if Jt is None else _per_wheel("Jt", Jt, "kg m^2", n, 0.0)
+    Jg = Js / 2.0 if Jg is None else _per_wheel("Jg", Jg, "kg m^2", n, 0.0)
+    check_positive(_CLS, "Jt", Jt, "kg m^2")
+    check_positive(_CLS, "Jg", Jg, "kg m^2")
+    if coupled and mass is None:
+        raise ValueError(
+            f"{_CLS}: `mass` [kg] is required for model 'jitter_fully_coupled'; got None."
+        )
+    mass = check_positive(_CLS, "mass", _per_wheel("mass", mass, "kg", n, 1.0), "kg")
+    U_s = _per_wheel("U_s", U_s, "kg m", n, 0.0)
+    U_d = _per_wheel("U_d", U_d, "kg m^2", n, 0.0)
+    if coupled and is_concrete(U_d) and is_concrete(Js) and is_concrete(Jg):
+        if bool(jnp.any(Js * Jg <= U_d**2)):
+            why = "must satisfy U_d^2 < Js*Jg (positive-definite rotor inertia)"
+            fail(_CLS, "U_d", why, "kg m^2", U_d)
+    return Js, Jt, Jg, mass, U_s, U_d
+
+
+def _initial_angle(theta, model, n):
+    """The initial wheel angles (jitter models; balanced wheels have none: 0 only)."""
+    out = _per_wheel("theta", theta, "rad", n, 0.0)
+    if theta is not None and model == "balanced" and is_concrete(out):
+        if bool(jnp.any(out != 0.0)):
+            why = "applies only to jitter models (balanced wheels have no angle)"
+            fail(_CLS, "theta", why, "rad", out)
+    return out
+
+
+def _motor_input(motor_torque, n):
+    """The configured motor torque: `(n,)` zeros, an `(n,)` array, or a signal of t."""
+    if motor_torque is None:
+        return jnp.zeros(n)
+    if not (isinstance(motor_torque, AbstractSignal) or callable(motor_torque)):
+        return _per_wheel("motor_torque", motor_torque, "N m", n, 0.0)
+    try:
+        shape = jax.eval_shape(lambda: jnp.asarray(motor_torque(jnp.zeros(()))))
+    except Exception as err:  # noqa: BLE001  (report any failure of the user's callable)
+        raise ValueError(
+            f"{_CLS}: `motor_torque` signal must be callable as f(t) [N m]; calling it at "
+            f"t=0 failed with {type(err).__name__}: {err}."
+        ) from err
+    if shape.shape not in ((), (n,)):
+        raise ValueError(
+            f"{_CLS}: `motor_torque` signal must return shape () or ({n},) [N m]; got "
+            f"shape {shape.shape}."
+        )
+    return motor_torque
 
 
 class ReactionWheels(AbstractStateEffector):
@@ -242,26 +310,16 @@ class ReactionWheels(AbstractStateEffector):
     Omega: Float[Array, " n"]
     theta: Float[Array, " n"]
     motor_torque: object
-    u_max: Float[Array, " n"] | None
-    u_min: Float[Array, " n"] | None
-    P_max: Float[Array, " n"] | None
-    Omega_max: Float[Array, " n"] | None
-    fCoulomb: Float[Array, " n"] | None
-    fStatic: Float[Array, " n"] | None
-    betaStatic: Float[Array, " n"] | None
-    cViscous: Float[Array, " n"] | None
-    omegaLimitCycle: Float[Array, " n"] | None
-    coulomb_width: Float[Array, " n"] | None
+    limits: WheelLimits | None
+    friction: WheelFriction | None
     model: str = eqx.field(static=True)
     coupled_form: str = eqx.field(static=True)
-    stribeck: bool = eqx.field(static=True)
     track_work: bool = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
-    @property
-    def commands(self) -> dict:
-        """The keys read from `args[name]` and the shapes they broadcast to (`simulate` checks)."""
-        return {"motor_torque": (self.num_wheels,)}
+    def init_commands(self) -> dict:
+        """`{"motor_torque": zeros (n,)}` [N m]: the command read from `args[name]`."""
+        return {"motor_torque": jnp.zeros(self.num_wheels)}
 
     def __init__(
         self,
@@ -292,7 +350,7 @@ class ReactionWheels(AbstractStateEffector):
         coulomb_width: Float[ArrayLike, "*n"] | None = None,
         track_work: bool = False,
         coupled_form: str = "general",
-        name: str = "reaction_wheels",
+        name: str = "rw",
     ):
         if model not in _MODELS:
             raise ValueError(f"{_CLS}: `model` must be one of {_MODELS}; got {model!r}.")
@@ -304,161 +362,49 @@ class ReactionWheels(AbstractStateEffector):
         self.coupled_form = coupled_form
         self.track_work = bool(track_work)
         self.name = check_name(_CLS, "name", name)
-        jitter = model != "balanced"
-        coupled = model == "jitter_fully_coupled"
-
-        g = as_array(_CLS, "gsHat_B", gsHat_B, "-")
-        if g.shape == (3,):
-            g = g[None, :]
-        if g.ndim != 2 or g.shape[1] != 3 or g.shape[0] < 1:
-            raise ValueError(
-                f"{_CLS}: `gsHat_B` must have shape (n, 3) with n >= 1 (one row per wheel) [-]; "
-                f"got shape {tuple(g.shape)}."
-            )
+        self.gsHat_B = g = _spin_axes(gsHat_B)
         n = g.shape[0]
-        self.gsHat_B = check_unit_vectors(_CLS, "gsHat_B", g)
-
-        if w2Hat0_B is None and w3Hat0_B is None:
-            w2, w3 = _default_transverse(g)
-        elif w2Hat0_B is None or w3Hat0_B is None:
-            missing = "w2Hat0_B" if w2Hat0_B is None else "w3Hat0_B"
-            raise ValueError(
-                f"{_CLS}: `{missing}` must be given together with the other transverse axis "
-                "(or both omitted for the factory default); got None."
-            )
-        else:
-            w2 = check_unit_vectors(_CLS, "w2Hat0_B", _per_wheel_vec("w2Hat0_B", w2Hat0_B, "-", n))
-            w3 = check_unit_vectors(_CLS, "w3Hat0_B", _per_wheel_vec("w3Hat0_B", w3Hat0_B, "-", n))
-            if is_concrete(w2) and is_concrete(g):
-                dots = jnp.abs(jnp.sum(g * w2, axis=-1))
-                if bool(jnp.any(dots > _ORTHO_TOL)):
-                    fail(
-                        _CLS,
-                        "w2Hat0_B",
-                        f"must be orthogonal to `gsHat_B` (|g.w2| = {np.asarray(dots)})",
-                        "-",
-                        w2,
-                    )
-            if is_concrete(w3) and is_concrete(w2) and is_concrete(g):
-                err = jnp.max(jnp.abs(jnp.cross(g, w2) - w3), axis=-1)
-                if bool(jnp.any(err > _ORTHO_TOL)):
-                    fail(
-                        _CLS,
-                        "w3Hat0_B",
-                        f"must equal gsHat_B x w2Hat0_B (right-handed triad; error {np.asarray(err)})",
-                        "-",
-                        w3,
-                    )
-        self.w2Hat0_B, self.w3Hat0_B = w2, w3
+        self.w2Hat0_B, self.w3Hat0_B = _transverse_axes(g, w2Hat0_B, w3Hat0_B)
         self.rWB_B = jnp.zeros((n, 3)) if rWB_B is None else _per_wheel_vec("rWB_B", rWB_B, "m", n)
-
-        self.Js = check_positive(_CLS, "Js", _per_wheel("Js", Js, "kg m^2", n, 0.0), "kg m^2")
-        half = self.Js / 2.0
-        self.Jt = half if Jt is None else _per_wheel("Jt", Jt, "kg m^2", n, 0.0)
-        self.Jg = half if Jg is None else _per_wheel("Jg", Jg, "kg m^2", n, 0.0)
-        check_positive(_CLS, "Jt", self.Jt, "kg m^2")
-        check_positive(_CLS, "Jg", self.Jg, "kg m^2")
-        if coupled and mass is None:
-            raise ValueError(
-                f"{_CLS}: `mass` [kg] is required for model 'jitter_fully_coupled'; got None."
-            )
-        self.mass = check_positive(_CLS, "mass", _per_wheel("mass", mass, "kg", n, 1.0), "kg")
-        self.U_s = _per_wheel("U_s", U_s, "kg m", n, 0.0)
-        self.U_d = _per_wheel("U_d", U_d, "kg m^2", n, 0.0)
-        if coupled and is_concrete(self.U_d) and is_concrete(self.Js) and is_concrete(self.Jg):
-            if bool(jnp.any(self.Js * self.Jg <= self.U_d**2)):
-                fail(
-                    _CLS,
-                    "U_d",
-                    "must satisfy U_d^2 < Js*Jg (positive-definite rotor inertia)",
-                    "kg m^2",
-                    self.U_d,
-                )
+        self.Js, self.Jt, self.Jg, self.mass, self.U_s, self.U_d = _rotor_params(
+            n, model, Js, Jt, Jg, mass, U_s, U_d
+        )
         self.Omega = _per_wheel("Omega", Omega, "rad/s", n, 0.0)
-        self.theta = _per_wheel("theta", theta, "rad", n, 0.0)
-        if theta is not None and not jitter and is_concrete(self.theta):
-            if bool(jnp.any(self.theta != 0.0)):
-                fail(
-                    _CLS,
-                    "theta",
-                    "applies only to jitter models (balanced wheels have no angle)",
-                    "rad",
-                    self.theta,
-                )
+        self.theta = _initial_angle(theta, model, n)
+        self.motor_torque = _motor_input(motor_torque, n)
+        # A group left entirely unset is not part of the model (None: nothing computed).
+        limits = dict(u_max=u_max, u_min=u_min, P_max=P_max, Omega_max=Omega_max)
+        friction = dict(
+            fCoulomb=fCoulomb,
+            fStatic=fStatic,
+            betaStatic=betaStatic,
+            cViscous=cViscous,
+            omegaLimitCycle=omegaLimitCycle,
+            coulomb_width=coulomb_width,
+        )
+        unset = lambda group: all(v is None for v in group.values())  # noqa: E731
+        self.limits = None if unset(limits) else WheelLimits(n, **limits)
+        self.friction = None if unset(friction) else WheelFriction(n, **friction)
 
-        if motor_torque is None:
-            self.motor_torque = jnp.zeros(n)
-        elif isinstance(motor_torque, AbstractSignal) or callable(motor_torque):
-            try:
-                shape = jax.eval_shape(lambda: jnp.asarray(motor_torque(jnp.zeros(()))))
-            except Exception as err:  # noqa: BLE001  (report any failure of the user's callable)
-                raise ValueError(
-                    f"{_CLS}: `motor_torque` signal must be callable as f(t) [N m]; calling it at "
-                    f"t=0 failed with {type(err).__name__}: {err}."
-                ) from err
-            if shape.shape not in ((), (n,)):
-                raise ValueError(
-                    f"{_CLS}: `motor_torque` signal must return shape () or ({n},) [N m]; got "
-                    f"shape {shape.shape}."
-                )
-            self.motor_torque = motor_torque
-        else:
-            self.motor_torque = _per_wheel("motor_torque", motor_torque, "N m", n, 0.0)
+    # ----------------------------------------------------------------------------------------------
+    # The components' parameters under the constructor's names (None when the group is unset);
+    # `eqx.tree_at(lambda w: w.fCoulomb, ...)` sets them.
 
-        # A group left entirely unset is not part of the model (leaves None, nothing computed).
-        if all(v is None for v in (u_max, u_min, P_max, Omega_max)):
-            self.u_max = self.u_min = self.P_max = self.Omega_max = None
-        else:
-            self.u_max = _limit_disabled(_per_wheel("u_max", u_max, "N m", n, -1.0))
-            self.u_min = _per_wheel("u_min", u_min, "N m", n, 0.0)
-            self.P_max = _limit_disabled(_per_wheel("P_max", P_max, "W", n, -1.0))
-            self.Omega_max = _limit_disabled(_per_wheel("Omega_max", Omega_max, "rad/s", n, -1.0))
-            if is_concrete(self.u_min) and is_concrete(self.u_max):
-                bad = (self.u_max > 0) & (self.u_min > self.u_max)
-                if bool(jnp.any(bad)):
-                    fail(
-                        _CLS,
-                        "u_min",
-                        "must be <= `u_max` where both are enabled",
-                        "N m",
-                        self.u_min,
-                    )
+    u_max = property(lambda self: _part(self.limits, "u_max"), doc="Torque limit [N m].")
+    u_min = property(lambda self: _part(self.limits, "u_min"), doc="Deadband [N m].")
+    P_max = property(lambda self: _part(self.limits, "P_max"), doc="Power limit [W].")
+    Omega_max = property(lambda self: _part(self.limits, "Omega_max"), doc="Speed limit [rad/s].")
+    fCoulomb = property(lambda self: _part(self.friction, "fCoulomb"), doc="Coulomb [N m].")
+    fStatic = property(lambda self: _part(self.friction, "fStatic"), doc="Static [N m].")
+    betaStatic = property(lambda self: _part(self.friction, "betaStatic"), doc="[rad/s].")
+    cViscous = property(lambda self: _part(self.friction, "cViscous"), doc="Viscous [N m s].")
+    omegaLimitCycle = property(lambda self: _part(self.friction, "omegaLimitCycle"), doc="[rad/s]")
+    coulomb_width = property(lambda self: _part(self.friction, "coulomb_width"), doc="[rad/s].")
 
-        friction = (fCoulomb, fStatic, cViscous, betaStatic, omegaLimitCycle, coulomb_width)
-        if all(v is None for v in friction):
-            self.fCoulomb = self.fStatic = self.cViscous = None
-            self.betaStatic = self.omegaLimitCycle = self.coulomb_width = None
-        else:
-            self.fCoulomb = check_nonnegative(
-                _CLS, "fCoulomb", _per_wheel("fCoulomb", fCoulomb, "N m", n, 0.0), "N m"
-            )
-            self.fStatic = check_nonnegative(
-                _CLS, "fStatic", _per_wheel("fStatic", fStatic, "N m", n, 0.0), "N m"
-            )
-            self.cViscous = check_nonnegative(
-                _CLS, "cViscous", _per_wheel("cViscous", cViscous, "N m s", n, 0.0), "N m s"
-            )
-            self.betaStatic = _limit_disabled(
-                _per_wheel("betaStatic", betaStatic, "rad/s", n, -1.0)
-            )
-            self.omegaLimitCycle = check_nonnegative(
-                _CLS,
-                "omegaLimitCycle",
-                _per_wheel("omegaLimitCycle", omegaLimitCycle, "rad/s", n, 1e-4),
-                "rad/s",
-            )
-            self.coulomb_width = check_nonnegative(
-                _CLS,
-                "coulomb_width",
-                _per_wheel("coulomb_width", coulomb_width, "rad/s", n, 0.0),
-                "rad/s",
-            )
-        if betaStatic is None:
-            self.stribeck = False
-        elif is_concrete(self.betaStatic):
-            self.stribeck = bool(jnp.any(self.betaStatic > 0))
-        else:
-            self.stribeck = True
+    @property
+    def stribeck(self) -> bool:
+        """Whether the Stribeck friction mode is a state of this model (static)."""
+        return self.friction is not None and self.friction.stribeck
 
     # ----------------------------------------------------------------------------------------------
     # Small helpers
@@ -477,10 +423,6 @@ class ReactionWheels(AbstractStateEffector):
         w2 = c * self.w2Hat0_B + s * self.w3Hat0_B
         w3 = -s * self.w2Hat0_B + c * self.w3Hat0_B
         return w2, w3
-
-    def _initial_mode(self, Omega):
-        on = (self.betaStatic > 0) & (jnp.abs(Omega) < 0.1 * self.omegaLimitCycle)
-        return on.astype(float)
 
     def physical_checks(self, x=None) -> dict:
         """`{quantity: traced bool}` (read by `Spacecraft.validity`): inertias `Js`, `Jt`, `Jg`
@@ -523,7 +465,7 @@ class ReactionWheels(AbstractStateEffector):
         if self._jitter:
             x["theta"] = get("theta", self.theta, "rad")
         if self.stribeck:
-            x["stribeck"] = get("stribeck", self._initial_mode(x["Omega"]), "-")
+            x["stribeck"] = get("stribeck", self.friction.initial_mode(x["Omega"]), "-")
             x["Omega_prev"] = get("Omega_prev", x["Omega"], "rad/s")
         if self.track_work:
             x["motor_work"] = get("motor_work", jnp.zeros(n), "J")
@@ -544,45 +486,13 @@ class ReactionWheels(AbstractStateEffector):
 
     def limit_torque(self, u, Omega) -> Float[Array, " n"]:
         """Apply the command limits (clip, deadband, power, speed) to torques `u` at speeds `Omega`."""
-        if self.u_max is None:  # no limit configured: nothing to compute
-            return u
-        u = jnp.where(self.u_max > 0, jnp.clip(u, -self.u_max, self.u_max), u)
-        u = jnp.where(jnp.abs(u) < self.u_min, 0.0, u)
-        over_power = (self.P_max > 0) & (jnp.abs(u * Omega) >= self.P_max)
-        Omega_safe = _safe(Omega, over_power)
-        u = jnp.where(over_power, _sign(u) * jnp.abs(self.P_max / Omega_safe), u)
-        at_speed = (self.Omega_max > 0) & (jnp.abs(Omega) >= self.Omega_max) & (Omega * u >= 0)
-        return jnp.where(at_speed, 0.0, u)
+        return u if self.limits is None else self.limits.apply(u, Omega)
 
     def friction_torque(self, Omega, stribeck=None) -> Float[Array, " n"]:
         r"""Friction torque $\tau_f$ [N m] at speeds `Omega` (Stribeck mode `stribeck`, 0/1, default off)."""
-        if self.fCoulomb is None:  # no friction configured: nothing to compute
+        if self.friction is None:  # no friction configured: nothing to compute
             return jnp.zeros_like(Omega)
-        tc, ts, cv = self.fCoulomb, self.fStatic, self.cViscous
-        beta_on = self.betaStatic > 0
-        beta = _safe(self.betaStatic, beta_on)
-        width_on = self.coulomb_width > 0
-        width = _safe(self.coulomb_width, width_on)
-        wlc_on = self.omegaLimitCycle > 0
-        wlc = _safe(self.omegaLimitCycle, wlc_on)
-        mode = jnp.zeros_like(Omega) if stribeck is None else stribeck
-        use_s = (mode > 0.5) & beta_on
-
-        def f_coulomb(w):
-            s = jnp.where(width_on, jnp.tanh(w / width), _sign(w))
-            return tc * s + cv * w
-
-        def f_stribeck(w):
-            x = w / (jnp.sqrt(2.0) * beta)
-            bump = jnp.sqrt(2.0 * jnp.e) * (ts - tc) * x * jnp.exp(-(x**2))
-            return bump + tc * jnp.tanh(10.0 * w / beta) + cv * w
-
-        def f(w):
-            return jnp.where(use_s, f_stribeck(w), f_coulomb(w))
-
-        linear = f(wlc) / wlc * Omega
-        in_lc = wlc_on & (jnp.abs(Omega) < self.omegaLimitCycle)
-        return -jnp.where(in_lc, linear, f(Omega))
+        return self.friction.torque(Omega, stribeck)
 
     def _torques(self, x, ctx):
         Omega = x["Omega"]
@@ -744,24 +654,20 @@ class ReactionWheels(AbstractStateEffector):
         E = jnp.sum(0.5 * dot3(omega_W, Iw) + 0.5 * m * dot3(rdot, rdot))
         return EnergyMomentum(H, E)
 
-    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    # Units of the states, outputs and commands by name (`units()`).
     ELEMENT_DIM = "wheel"  # one entry per unit in result datasets
-    STATE_UNITS = {
+    UNITS = {
         "Omega": "rad/s",
         "theta": "rad",
         "stribeck": "-",
         "Omega_prev": "rad/s",
         "motor_work": "J",
         "friction_work": "J",
-    }
-    OUTPUT_UNITS = {
-        "Omega": "rad/s",
         "u_cmd": "N m",
         "u_s": "N m",
         "friction_torque": "N m",
         "power": "W",
-        "theta": "rad",
-        "stribeck": "-",
+        "motor_torque": "N m",
     }
 
     def outputs(self, x, ctx: HubContext) -> dict:
@@ -783,12 +689,9 @@ class ReactionWheels(AbstractStateEffector):
         """Update the Stribeck friction mode once per completed step (identity without Stribeck)."""
         if not self.stribeck:
             return x, {}
-        Omega, prev, mode = x["Omega"], x["Omega_prev"], x["stribeck"]
-        near_rest = jnp.abs(Omega) < 0.1 * self.omegaLimitCycle
-        not_back = jnp.abs(_sign(Omega) - _sign(Omega - prev)) <= 1.0
-        on = (self.betaStatic > 0) & (near_rest | (mode > 0.5)) & not_back
+        Omega = x["Omega"]
         new = dict(x)
-        new["stribeck"] = on.astype(Omega.dtype)
+        new["stribeck"] = self.friction.next_mode(Omega, x["Omega_prev"], x["stribeck"])
         new["Omega_prev"] = Omega
         return new, {}
 

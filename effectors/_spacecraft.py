@@ -27,7 +27,12 @@ from jaxsim.kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_
 from jaxsim.validation import as_array, check_name, check_positive, check_unique_names
 
 from . import _joints as joints
-from ._effector import AbstractDynamicEffector, AbstractStateEffector, check_state_effector
+from ._effector import (
+    AbstractDynamicEffector,
+    AbstractStateEffector,
+    check_state_effector,
+    has_mass_flow,
+)
 from ._gravity import AbstractGravityBody, gravity_at, gravity_bodies
 from ._hub import Hub
 from ._joints import JointContribution
@@ -76,7 +81,7 @@ def _all_effectors(sc) -> list:
     while todo:
         e = todo.pop(0)
         out.append(e)
-        todo.extend(getattr(e, "attached", ()))
+        todo.extend(e.attached)
     return out
 
 
@@ -86,7 +91,7 @@ def _mass_flow_sources(sc) -> dict:
     by_name = {e.name: e for e in _all_effectors(sc)}
     out = {}
     for e in sc.state_effectors:
-        for n in getattr(e, "reads_mass_flows", ()):
+        for n in e.reads_mass_flows:
             out.setdefault(n, by_name.get(n))
     return out
 
@@ -98,13 +103,12 @@ def _supply(sc, y):
     effector supplies."""
     ok = {}
     for e in sc.state_effectors:
-        supplies = getattr(e, "supplies", None)
-        if not callable(supplies) or e.name not in y:
+        if e.name not in y:
             continue
-        has = supplies(y[e.name])
+        has = e.supplies(y[e.name])
         if has is None:
             continue
-        for n in getattr(e, "reads_mass_flows", ()):
+        for n in e.reads_mass_flows:
             ok[n] = has if n not in ok else ok[n] & has
     if not ok:
         return None
@@ -116,18 +120,33 @@ def _check_mass_flows(cls, sc) -> None:
     to them) with a `mass_flow(mctx)` method."""
     names = sorted(e.name for e in _all_effectors(sc))
     for e in sc.state_effectors:
-        for n in getattr(e, "reads_mass_flows", ()):
+        for n in e.reads_mass_flows:
             source = next((f for f in _all_effectors(sc) if f.name == n), None)
             if source is None:
                 raise ValueError(
                     f"{cls}: effector {e.name!r} drains the mass flow of {n!r}, which is not an "
                     f"effector of this spacecraft; got effectors {names!r}."
                 )
-            if not callable(getattr(source, "mass_flow", None)):
+            if not has_mass_flow(source):
                 raise ValueError(
                     f"{cls}: effector {e.name!r} drains the mass flow of {n!r}, but "
                     f"{type(source).__name__} {n!r} has no `mass_flow(mctx)` method (kg/s per unit)."
                 )
+
+
+def _units_like(tree, units) -> dict:
+    """The entries of `units` (nested dicts) that `tree` (a dict of outputs) has."""
+    if not isinstance(tree, dict) or not isinstance(units, dict):
+        return {}
+    out = {}
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            sub = _units_like(v, units.get(k, {}))
+            if sub:
+                out[k] = sub
+        elif k in units:
+            out[k] = units[k]
+    return out
 
 
 def _retained_c_prime(mp: MassProps, c):
@@ -536,20 +555,21 @@ class Spacecraft(AbstractDynamicObject):
             b for e in self.state_effectors + self.dynamic_effectors for b in e.breakpoints()
         )
 
-    def command_spec(self) -> dict:
-        """`{effector name: {key: shape}}` over the effectors (and the effectors attached to them)
-        that declare their `commands`: what `simulate` checks `args` against."""
+    def init_commands(self) -> dict:
+        """`{effector name: {key: zeros}}`: the commands that the effectors (and the effectors
+        attached to them) declare (`init_commands()`), what `simulate` checks `args` and
+        flight-software outputs against; an effector that reads none is left out."""
         spec = {}
         for e in _all_effectors(self):
-            if e.commands is not None:
-                c = e.commands
-                spec[e.name] = dict(c) if isinstance(c, dict) else dict.fromkeys(c)
+            commands = e.init_commands()
+            if commands:
+                spec[e.name] = commands
         return spec
 
     @property
     def reads_only_commands(self) -> bool:
         """True when every effector declares its commands: `args` holds nothing else for it."""
-        return all(e.commands is not None for e in _all_effectors(self))
+        return all(e.init_commands() is not None for e in _all_effectors(self))
 
     # ----------------------------------------------------------------------------------------------
     # Diagnostics
@@ -593,29 +613,35 @@ class Spacecraft(AbstractDynamicObject):
             self._energy_momentum(ctx, y, [em for _, em in both]),
         )
 
-    def output_units(self) -> dict:
-        """Units of `derived`'s entries: the hub's outputs and Basilisk's totals, and each effector's
-        `output_units()` under its name (as in `sol.outputs`)."""
-        units = dict(_OUTPUT_UNITS)
+    def units(self) -> dict:
+        """Units keyed as a run's results: `{"ys": {"hub": ..., <state effector>: ...},
+        "outputs": {<hub outputs and totals>, <effector>: ...}, "args": {<effector>: ...}}`,
+        from each effector's `units()`, its outputs' units kept where its outputs have an entry
+        (the output tree from `jax.eval_shape`, so no unit names an entry a run lacks)."""
+        shapes = jax.eval_shape(
+            lambda y: self.derived(0.0, y, None), jax.eval_shape(self.init_state)
+        )
+        out = {"ys": {_HUB_KEY: dict(_HUB_STATE_UNITS)}, "outputs": dict(_OUTPUT_UNITS), "args": {}}
         for e in self.state_effectors + self.dynamic_effectors:
-            u = e.output_units()
-            if u:
-                units[e.name] = u
-        return units
+            u = e.units()
+            u["outputs"] = _units_like(shapes.get(e.name, {}), u["outputs"])
+            for part, v in u.items():
+                if v:
+                    out[part][e.name] = v
+        return out
+
+    def output_units(self) -> dict:
+        """`units()["outputs"]` (what `jaxsim.results` and the plots read)."""
+        return self.units()["outputs"]
+
+    def state_units(self) -> dict:
+        """`units()["ys"]` (what `jaxsim.results` reads)."""
+        return self.units()["ys"]
 
     def element_dims(self) -> dict:
         """`{effector name: its element_dim()}`: the shared dimension of each effector's units
         (`"wheel"`, `"panel"`, ...) in result datasets."""
         return {e.name: e.element_dim() for e in self.state_effectors + self.dynamic_effectors}
-
-    def state_units(self) -> dict:
-        """Units of the state: `{"hub": {...}, <state effector name>: its state_units()}`."""
-        units = {_HUB_KEY: dict(_HUB_STATE_UNITS)}
-        for e in self.state_effectors:
-            u = e.state_units()
-            if u:
-                units[e.name] = u
-        return units
 
     def _outputs(self, ctx: HubContext, y, state_outputs=None) -> dict:
         out = {

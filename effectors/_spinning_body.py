@@ -14,7 +14,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.kinematics import cross3, dcm_to_mrp, dot3, mm3, mtv3, mv3, outer3, tilde
-from jaxsim.signals import AbstractSignal, breakpoints_of
+from jaxsim.signals import AbstractSignal
 from jaxsim.validation import (
     check_inertia,
     check_name,
@@ -25,17 +25,18 @@ from jaxsim.validation import (
 
 from ._attachments import attached_loads, body_context, children_outputs, parse_attached
 from ._effector import AbstractDynamicEffector, KinematicsStateEffector
+from ._joint_drive import ROTARY_NAMES, ROTARY_UNITS, CommandedRotaryJoints, JointDrive
 from ._joints import JointContribution, JointRows
 from ._physical import inertia_pd, nonnegative
 from ._types import EnergyMomentum, HubContext, MassProps
-from ._unit_params import check_flags, command, input_at, per_unit, unit_count, unit_input
+from ._unit_params import check_flags, per_unit, unit_count
 
 
 def _T(m):
     return jnp.swapaxes(m, -1, -2)
 
 
-class SpinningBodies(KinematicsStateEffector):
+class SpinningBodies(CommandedRotaryJoints, KinematicsStateEffector):
     r"""$n$ rigid bodies, each rotating about one body-fixed axis with spring, damper, motor or a lock.
 
     Each free body obeys (Vaz Carneiro, Allard & Schaub, "Rotating Rigid Body Dynamics Architecture for
@@ -91,23 +92,14 @@ class SpinningBodies(KinematicsStateEffector):
     sHat_S: Float[Array, "n 3"]
     r_SB_B: Float[Array, "n 3"]
     r_ScS_S: Float[Array, "n 3"]
-    k: Float[Array, " n"]
-    c: Float[Array, " n"]
     theta0: Float[Array, " n"]
     thetaDot0: Float[Array, " n"]
-    thetaRef: object
-    thetaDotRef: object
-    motor_torque: object
+    drive: JointDrive
     attached: tuple
     attached_index: tuple = eqx.field(static=True)
     locked: tuple = eqx.field(static=True)
     num_bodies: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
-
-    @property
-    def commands(self) -> dict:
-        """The keys read from `args[name]` and the shapes they broadcast to (`simulate` checks)."""
-        return {k: (self.num_bodies,) for k in ("motor_torque", "thetaRef", "thetaDotRef")}
 
     def __init__(
         self,
@@ -143,13 +135,10 @@ class SpinningBodies(KinematicsStateEffector):
         )
         self.r_SB_B = per_unit(cls, "r_SB_B", r_SB_B, "m", n, (3,))
         self.r_ScS_S = per_unit(cls, "r_ScS_S", r_ScS_S, "m", n, (3,))
-        self.k = check_nonnegative(cls, "k", per_unit(cls, "k", k, "N m/rad", n), "N m/rad")
-        self.c = check_nonnegative(cls, "c", per_unit(cls, "c", c, "N m s/rad", n), "N m s/rad")
+        self.drive = JointDrive(cls, n, k=k, c=c, ref=thetaRef, rate_ref=thetaDotRef,
+                                motor=motor_torque, names=ROTARY_NAMES, units=ROTARY_UNITS)  # fmt: skip
         self.theta0 = per_unit(cls, "theta0", theta0, "rad", n)
         self.thetaDot0 = per_unit(cls, "thetaDot0", thetaDot0, "rad/s", n)
-        self.thetaRef = unit_input(cls, "thetaRef", thetaRef, "rad", n)
-        self.thetaDotRef = unit_input(cls, "thetaDotRef", thetaDotRef, "rad/s", n)
-        self.motor_torque = unit_input(cls, "motor_torque", motor_torque, "N m", n)
         self.locked = check_flags(cls, "locked", locked, n)
         self.attached_index, self.attached = parse_attached(cls, attached, n)
         self.name = check_name(cls, "name", name)
@@ -213,16 +202,7 @@ class SpinningBodies(KinematicsStateEffector):
         )
 
     def _inputs(self, ctx):
-        n, t = self.num_bodies, ctx.t
-        u = input_at(self.motor_torque, t, n)
-        cmd = command(ctx.args, self.name, "motor_torque")
-        if cmd is not None:
-            u = u + jnp.broadcast_to(jnp.asarray(cmd, dtype=float), (n,))
-        refs = []
-        for key, value in (("thetaRef", self.thetaRef), ("thetaDotRef", self.thetaDotRef)):
-            cmd = command(ctx.args, self.name, key)
-            refs.append(input_at(value if cmd is None else cmd, t, n))
-        return u, refs[0], refs[1]
+        return self.drive.inputs(ctx.t, ctx.args, self.name)
 
     def mass_props(self, x, ctx=None) -> MassProps:
         kin = self._kinematics(x)
@@ -283,7 +263,7 @@ class SpinningBodies(KinematicsStateEffector):
         s, r_ScS, I_Sc, omega_SB = kin["s"], kin["r_ScS"], kin["I_Sc"], kin["omega_SB"]
         thetaDot = kin["thetaDot"]
         omega = jnp.broadcast_to(ctx.omega_BN_B, s.shape)
-        u, thetaRef, thetaDotRef = self._inputs(ctx)
+        drive = self._inputs(ctx)
         F_B, tau_B, _, _, _ = self._attached(ctx, kin)
         rt = tilde(r_ScS)
         I_S = I_Sc - m[:, None, None] * mm3(rt, rt)
@@ -293,7 +273,7 @@ class SpinningBodies(KinematicsStateEffector):
         omega_SN = omega + omega_SB
         a = m1 * q / m_theta[:, None]
         b = -(I_S_s - m1 * cross3(self.r_SB_B, q)) / m_theta[:, None]
-        axis = u - self.k * (x["theta"] - thetaRef) - self.c * (thetaDot - thetaDotRef)
+        axis = self.drive.force(x["theta"], thetaDot, drive)
         wwr = cross3(omega, cross3(omega, self.r_SB_B))
         torque = (
             cross3(r_ScS, m1 * ctx.g_B)
@@ -351,7 +331,7 @@ class SpinningBodies(KinematicsStateEffector):
     def _energy_momentum(self, x, ctx: HubContext, kin) -> EnergyMomentum:
         m = self.mass
         omega = jnp.broadcast_to(ctx.omega_BN_B, kin["s"].shape)
-        _, thetaRef, _ = self._inputs(ctx)
+        drive = self._inputs(ctx)
         omega_SN = omega + kin["omega_SB"]
         rDot = kin["rPrime"] + cross3(omega, kin["r_ScB"])
         Iw = mv3(kin["I_Sc"], omega_SN)
@@ -359,14 +339,13 @@ class SpinningBodies(KinematicsStateEffector):
         E = (
             0.5 * dot3(omega_SN, Iw)
             + 0.5 * m * dot3(rDot, rDot)
-            + 0.5 * self.k * (x["theta"] - thetaRef) ** 2
+            + self.drive.spring_energy(x["theta"], drive)
         )
         return EnergyMomentum(jnp.sum(H, axis=0), jnp.sum(E))
 
-    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    # Units of the states, outputs and commands by name (`units()`).
     ELEMENT_DIM = "body"  # one entry per unit in result datasets
-    STATE_UNITS = {"theta": "rad", "thetaDot": "rad/s"}
-    OUTPUT_UNITS = {
+    UNITS = {
         "theta": "rad",
         "thetaDot": "rad/s",
         "axis_torque": "N m",
@@ -377,14 +356,17 @@ class SpinningBodies(KinematicsStateEffector):
         "omega_SN_S": "rad/s",
         "attached_force_S": "N",
         "attached_torque_S": "N m",
+        "motor_torque": "N m",
+        "thetaRef": "rad",
+        "thetaDotRef": "rad/s",
     }
 
     def _outputs(self, x, ctx: HubContext, kin) -> dict:
         thetaDot = kin["thetaDot"]
         omega = ctx.omega_BN_B
-        u, thetaRef, thetaDotRef = self._inputs(ctx)
-        damper = self.c * (thetaDot - thetaDotRef)
-        axis = u - self.k * (x["theta"] - thetaRef) - damper
+        drive = self._inputs(ctx)
+        damper = self.drive.damper(thetaDot, drive)
+        axis = self.drive.force(x["theta"], thetaDot, drive)
         if any(self.locked):
             axis = jnp.where(self._free(), axis, 0.0)
         rDot = kin["rPrime"] + cross3(omega, kin["r_ScB"])
@@ -409,5 +391,4 @@ class SpinningBodies(KinematicsStateEffector):
         return out
 
     def breakpoints(self):
-        own = breakpoints_of(self.thetaRef, self.thetaDotRef, self.motor_torque)
-        return own + tuple(b for ch in self.attached for b in ch.breakpoints())
+        return self.drive.breakpoints() + tuple(b for ch in self.attached for b in ch.breakpoints())

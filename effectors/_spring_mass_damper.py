@@ -9,16 +9,23 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim.kinematics import cross3, dot3, mm3, tilde
-from jaxsim.validation import check_name, check_nonnegative, check_positive, check_unit_vectors
+from jaxsim.validation import check_name, check_positive, check_unit_vectors
 
 from ._effector import KinematicsStateEffector
+from ._joint_drive import DrivenJoints, JointDrive
 from ._joints import JointContribution, JointRows
 from ._physical import nonnegative, positive
 from ._types import EnergyMomentum, HubContext, MassProps
 from ._unit_params import per_unit, unit_count
 
 
-class SpringMassDampers(KinematicsStateEffector):
+# `JointDrive` argument names and units of the particles' springs and dampers (no references,
+# no force: the last three are not arguments of `SpringMassDampers`).
+_DRIVE_NAMES = ("k", "c", "rhoRef", "rhoDotRef", "force")
+_DRIVE_UNITS = ("N/m", "N s/m", "m", "m/s", "N")
+
+
+class SpringMassDampers(DrivenJoints, KinematicsStateEffector):
     r"""$n$ point masses on linear springs and dampers along body-fixed directions (fuel slosh model).
 
     Each particle obeys (Basilisk `linearSpringMassDamper` documentation; Newton and Kane give the same equation)
@@ -48,15 +55,13 @@ class SpringMassDampers(KinematicsStateEffector):
     """
 
     mass: Float[Array, " n"]
-    k: Float[Array, " n"]
-    c: Float[Array, " n"]
+    drive: JointDrive
     pHat_B: Float[Array, "n 3"]
     r_PB_B: Float[Array, "n 3"]
     rho0: Float[Array, " n"]
     rhoDot0: Float[Array, " n"]
     num_particles: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
-    commands = ()  # reads no commands from `args` (checked by `simulate`)
 
     def __init__(
         self,
@@ -74,8 +79,9 @@ class SpringMassDampers(KinematicsStateEffector):
         n = unit_count(cls, "mass", mass)
         self.num_particles = n
         self.mass = check_positive(cls, "mass", per_unit(cls, "mass", mass, "kg", n), "kg")
-        self.k = check_nonnegative(cls, "k", per_unit(cls, "k", k, "N/m", n), "N/m")
-        self.c = check_nonnegative(cls, "c", per_unit(cls, "c", c, "N s/m", n), "N s/m")
+        # A spring and a damper about rho = 0: no references, no force, no commands.
+        self.drive = JointDrive(cls, n, k=k, c=c, ref=None, rate_ref=None, motor=None,
+                                names=_DRIVE_NAMES, units=_DRIVE_UNITS, commanded=False)  # fmt: skip
         self.pHat_B = check_unit_vectors(
             cls, "pHat_B", per_unit(cls, "pHat_B", pHat_B, "-", n, (3,))
         )
@@ -96,6 +102,9 @@ class SpringMassDampers(KinematicsStateEffector):
             "rho": self.rho0 if rho is None else per_unit(cls, "rho", rho, "m", n),
             "rhoDot": self.rhoDot0 if rhoDot is None else per_unit(cls, "rhoDot", rhoDot, "m/s", n),
         }
+
+    def _inputs(self, ctx):
+        return self.drive.inputs(ctx.t, ctx.args, self.name)
 
     def _kinematics(self, x):
         r = self.r_PB_B + x["rho"][:, None] * self.pHat_B
@@ -124,7 +133,7 @@ class SpringMassDampers(KinematicsStateEffector):
         b = cross3(p, r)
         c_rho = (
             dot3(p, ctx.g_B)
-            + (-self.k * x["rho"] - self.c * x["rhoDot"]) / m
+            + self.drive.force(x["rho"], x["rhoDot"], self._inputs(ctx)) / m
             - 2.0 * dot3(p, cross3(omega, rPrime))
             - dot3(p, cross3(omega, cross3(omega, r)))
         )
@@ -153,13 +162,14 @@ class SpringMassDampers(KinematicsStateEffector):
         m = self.mass
         rDot = rPrime + cross3(jnp.broadcast_to(ctx.omega_BN_B, r.shape), r)
         H = jnp.sum(m[:, None] * cross3(r, rDot), axis=0)
-        E = jnp.sum(0.5 * m * dot3(rDot, rDot) + 0.5 * self.k * x["rho"] ** 2)
+        E = jnp.sum(
+            0.5 * m * dot3(rDot, rDot) + self.drive.spring_energy(x["rho"], self._inputs(ctx))
+        )
         return EnergyMomentum(H, E)
 
-    # Units of the state leaves (`state_units()`), and of the `outputs` entries (`output_units()`).
+    # Units of the states, outputs and commands by name (`units()`).
     ELEMENT_DIM = "mass"  # one entry per unit in result datasets
-    STATE_UNITS = {"rho": "m", "rhoDot": "m/s"}
-    OUTPUT_UNITS = {
+    UNITS = {
         "rho": "m",
         "rhoDot": "m/s",
         "r_PcB_B": "m",
@@ -174,6 +184,6 @@ class SpringMassDampers(KinematicsStateEffector):
             "rho": rho,
             "rhoDot": rhoDot,
             "r_PcB_B": r,
-            "spring_force": -self.k * rho - self.c * rhoDot,
-            "damper_power": -self.c * rhoDot**2,
+            "spring_force": self.drive.force(rho, rhoDot, self._inputs(ctx)),
+            "damper_power": -self.drive.damper(rhoDot, self._inputs(ctx)) * rhoDot,
         }

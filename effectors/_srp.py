@@ -157,12 +157,19 @@ class CannonballSRP(AbstractDynamicEffector):
         k = self.C_R * self.area * SOLAR_FLUX_1AU * AU**2 / SPEED_OF_LIGHT
         return -nu * k / ns**3 * s, nu
 
+    def init_commands(self) -> dict:
+        """Reads no commands (`{}`)."""
+        return {}
+
     def force_torque(self, ctx: HubContext) -> ForceTorque:
         F_N, _ = self._force(ctx)
         return ForceTorque(F_N, jnp.zeros(3), jnp.zeros(3))
 
-    # Units of the `outputs` entries (`output_units()`).
-    OUTPUT_UNITS = {"force_N": "N", "nu": "-"}
+    # Units of the outputs (and commands) by name (`units()`).
+    UNITS = {
+        "force_N": "N",
+        "nu": "-",
+    }
 
     def outputs(self, ctx: HubContext) -> dict:
         F_N, nu = self._force(ctx)

@@ -63,6 +63,10 @@ class StochasticTorque(AbstractDynamicEffector):
     def reads_states(self) -> tuple[str, ...]:
         return (self.noise_state,)
 
+    def init_commands(self) -> dict:
+        """Reads no commands (`{}`)."""
+        return {}
+
     def force_torque(self, ctx: HubContext) -> ForceTorque:
         x = read_state(ctx, "StochasticTorque", self.noise_state)
         if x.shape[0] < self.index + 3:
@@ -73,8 +77,10 @@ class StochasticTorque(AbstractDynamicEffector):
         tau = self.scale * x[self.index : self.index + 3]
         return ForceTorque(jnp.zeros(3), jnp.zeros(3), tau)
 
-    # Units of the `outputs` entries (`output_units()`).
-    OUTPUT_UNITS = {"torque_B": "N m"}
+    # Units of the outputs (and commands) by name (`units()`).
+    UNITS = {
+        "torque_B": "N m",
+    }
 
     def outputs(self, ctx: HubContext) -> dict:
         return {"torque_B": self.force_torque(ctx).torque_B}

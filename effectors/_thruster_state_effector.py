@@ -100,20 +100,24 @@ class ThrusterStateEffector(AbstractStateEffector):
     name: str = eqx.field(static=True)
 
     ELEMENT_DIM = "thruster"  # one entry per unit in result datasets
-    STATE_UNITS = {"kappa": "-", "kappa_held": "-", "kappa_start": "-", "t_start": "s"}
-    OUTPUT_UNITS = {
+    UNITS = {
         "kappa": "-",
+        "kappa_held": "-",
+        "kappa_start": "-",
+        "t_start": "s",
         "thrust_B": "N",
         "force_B": "N",
         "torque_B": "N m",
         "mDot": "kg/s",
         "mDot_total": "kg/s",
+        "on_time": "s",
+        "on_time_start": "s",
     }
 
-    @property
-    def commands(self) -> dict:
-        """The keys read from `args[name]` (`simulate` checks them)."""
-        return {"on_time": (self.n,), "on_time_start": ()}
+    def init_commands(self) -> dict:
+        """`{"on_time": zeros (n,) [s], "on_time_start": 0 [s]}`: the commands read from
+        `args[name]`."""
+        return {"on_time": jnp.zeros(self.n), "on_time_start": jnp.zeros(())}
 
     def __init__(
         self,

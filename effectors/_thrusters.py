@@ -345,10 +345,14 @@ class Thrusters(AbstractDynamicEffector):
     depletion_loads: bool = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
-    @property
-    def commands(self) -> dict:
-        """The keys read from `args[name]` and the shapes they broadcast to (`simulate` checks)."""
-        return {"throttle": (self.n,), "on_time": (self.n,), "on_time_start": ()}
+    def init_commands(self) -> dict:
+        """`{"throttle": zeros (n,) [-], "on_time": zeros (n,) [s], "on_time_start": 0 [s]}`:
+        the commands read from `args[name]`."""
+        return {
+            "throttle": jnp.zeros(self.n),
+            "on_time": jnp.zeros(self.n),
+            "on_time_start": jnp.zeros(()),
+        }
 
     def __init__(
         self,
@@ -442,15 +446,17 @@ class Thrusters(AbstractDynamicEffector):
         _, _, F_B, tau_B, _ = self._loads(ctx)
         return ForceTorque(jnp.zeros(3), F_B, tau_B)
 
-    # Units of the `outputs` entries (`output_units()`).
+    # Units of the outputs (and commands) by name (`units()`).
     ELEMENT_DIM = "thruster"  # one entry per unit in result datasets
-    OUTPUT_UNITS = {
+    UNITS = {
         "throttle": "-",
         "thrust_B": "N",
         "force_B": "N",
         "torque_B": "N m",
         "mDot": "kg/s",
         "mDot_total": "kg/s",
+        "on_time": "s",
+        "on_time_start": "s",
     }
 
     def outputs(self, ctx: HubContext) -> dict:

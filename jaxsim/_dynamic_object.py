@@ -108,16 +108,24 @@ class AbstractDynamicObject(eqx.Module):
         """Refuse (ValueError) a solver, or a step `dt` (None: adaptive), this model cannot run
         under; `simulate` calls it after checking its arguments. Default: any."""
 
+    def init_commands(self) -> dict | None:
+        """The commands this object reads from `args`, as zeros of their shapes: `{address: {key:
+        zeros}}` (it reads `args[address][key]`, an array that must broadcast to the zeros'
+        shape). `simulate` checks user commands and flight-software outputs against it (a
+        misspelt address or key, or a wrong shape, is refused by name). Default None:
+        undeclared (a user model may read anything), `args` is not checked."""
+        return None
+
     def command_spec(self) -> dict | None:
         """The commands this object reads from `args`, checked by `simulate` at the call.
 
         `{address: {key: shape}}`: the object reads `args[address][key]`, an array that must
         broadcast to `shape` (None: any shape); an unknown key under a declared address is an
         error. `{address: ArrayCommand(shape)}`: the object reads `args[address]` itself, an
-        array that must broadcast to `shape` (e.g. a MuJoCo scene's `ctrl`). Default None:
-        undeclared (a user model may read anything), `args` is not checked.
+        array that must broadcast to `shape` (e.g. a MuJoCo scene's `ctrl`). Default: the
+        shapes of `init_commands()` (None when that is None: `args` is not checked).
         """
-        return None
+        return command_shapes(self.init_commands())
 
     @property
     def reads_only_commands(self) -> bool:
@@ -127,6 +135,13 @@ class AbstractDynamicObject(eqx.Module):
         given to the run reads them. Default False.
         """
         return False
+
+
+def command_shapes(commands: dict | None) -> dict | None:
+    """`{address: {key: shape}}` of a declaration `{address: {key: zeros}}` (None stays None)."""
+    if commands is None:
+        return None
+    return {a: {k: tuple(jnp.shape(v)) for k, v in keys.items()} for a, keys in commands.items()}
 
 
 class ArrayCommand(NamedTuple):

@@ -1,5 +1,6 @@
-"""The state-effector contract (`docs/writing_an_effector.md`): one pass per derivative evaluation,
-mass properties that see the time, the commands and the states, and clear refusals."""
+"""The state-effector contract (`docs/writing_an_effector.md`): one pass per derivative evaluation
+(`contribute`; the two-method form through the `TwoMethodStateEffector` adapter), mass properties
+that see the time, the commands and the states, and clear refusals."""
 
 import equinox as eqx
 import jax
@@ -11,7 +12,7 @@ import effectors as fx
 import jaxsim as js
 
 
-# The two-method and the one-pass forms evaluate the same expressions: identical bits.
+# The two-method adapter and its one pass evaluate the same expressions: identical bits.
 SAME_BITS = 0.0
 
 
@@ -19,13 +20,15 @@ def _hub():
     return fx.Hub(mass=50.0, IHubPntBc_B=np.diag([5.0, 6.0, 7.0]))
 
 
-class _Ballast(fx.AbstractStateEffector):
+class _Ballast(fx.TwoMethodStateEffector):
     """A point mass at r_B whose mass is commanded through args[name]["mass"] (reads the
     MassContext's args and time): tests that mass properties see the commands."""
 
     r_B: jnp.ndarray
     name: str = eqx.field(static=True)
-    commands = {"mass": ()}
+
+    def init_commands(self):
+        return {"mass": jnp.zeros(())}
 
     def __init__(self, r_B, name="ballast"):
         self.r_B = jnp.asarray(r_B, dtype=float)
@@ -55,9 +58,32 @@ def test_mass_props_see_the_commands():
     np.testing.assert_allclose(ctx.c_B, [10.0 / 60.0, 0.0, 0.0], rtol=1e-15)
 
 
+class _Split(fx.TwoMethodStateEffector):
+    """A library effector's one pass written as the two methods of the adapter."""
+
+    inner: fx.AbstractStateEffector
+    name: str = eqx.field(static=True)
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+
+    def init_state(self, **kw):
+        return self.inner.init_state(**kw)
+
+    def mass_props(self, x, ctx):
+        return self.inner.mass_props(x, ctx)
+
+    def back_substitution(self, x, ctx):
+        return fx.as_contribution(self.inner.contribute(x, ctx)).back_sub
+
+    def derivative(self, x, ctx, rDDot_BN_B, omegaDot_BN_B):
+        part = fx.as_contribution(self.inner.contribute(x, ctx))
+        return part.derivative(rDDot_BN_B, omegaDot_BN_B)
+
+
 def test_one_pass_equals_two_methods():
-    # The library effectors implement `contribute`; their `back_substitution` / `derivative`
-    # methods are its two halves, and the spacecraft's drift uses the one pass.
+    # The adapter's `contribute` is its two methods; a library effector's one pass, split into
+    # the two methods, gives the same terms; the spacecraft's drift uses the one pass.
     panels = fx.HingedRigidBodies(
         mass=[10.0, 10.0],
         IPntS_S=np.tile(np.diag([2.0, 1.0, 2.0]), (2, 1, 1)),
@@ -74,7 +100,7 @@ def test_one_pass_equals_two_methods():
     y = sc.init_state(omega_BN_B=[0.01, 0.02, -0.03])
     ctx = sc.context(0.0, y, None)
     rDDot, omegaDot = jnp.array([0.1, -0.2, 0.3]), jnp.array([0.01, 0.02, 0.03])
-    for e in (panels, wheels):
+    for e in (_Split(panels), _Split(wheels)):
         part = fx.as_contribution(e.contribute(y[e.name], ctx))
         two = (e.back_substitution(y[e.name], ctx), e.derivative(y[e.name], ctx, rDDot, omegaDot))
         one = (part.back_sub, part.derivative(rDDot, omegaDot))
@@ -85,12 +111,23 @@ def test_one_pass_equals_two_methods():
     rDDot_B, omega_dot = sc.hub_accelerations(ctx, y)
     np.testing.assert_array_equal(
         dy["panels"]["thetaDot"],
-        panels.derivative(y["panels"], ctx, rDDot_B, omega_dot)["thetaDot"],
+        fx.as_contribution(panels.contribute(y["panels"], ctx)).derivative(rDDot_B, omega_dot)[
+            "thetaDot"
+        ],
     )
 
 
 def test_incomplete_and_former_effectors_are_refused():
-    class NoDerivative(fx.AbstractStateEffector):
+    class NoContribute(fx.AbstractStateEffector):
+        name: str = eqx.field(static=True, default="x")
+
+        def init_state(self):
+            return jnp.zeros(())
+
+    with pytest.raises(TypeError, match=r"NoContribute.*contribute"):
+        NoContribute()
+
+    class NoDerivative(fx.TwoMethodStateEffector):
         name: str = eqx.field(static=True, default="x")
 
         def init_state(self):
@@ -99,8 +136,8 @@ def test_incomplete_and_former_effectors_are_refused():
         def back_substitution(self, x, ctx):
             return fx.BackSub.zeros()
 
-    with pytest.raises(TypeError, match=r"NoDerivative: .*`derivative` is missing"):
-        fx.Spacecraft(_hub(), state_effectors=[NoDerivative()])
+    with pytest.raises(TypeError, match=r"NoDerivative.*derivative"):
+        NoDerivative()
 
     class OldMass(NoDerivative):
         def derivative(self, x, ctx, rDDot_BN_B, omegaDot_BN_B):
