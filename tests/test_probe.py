@@ -14,6 +14,7 @@ Sections, one per class of the issue (add a case to its section):
 9. hangs and sweeps (refused with an estimate, compiled once).
 """
 
+import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -433,7 +434,6 @@ def test_misspelt_command_address_is_refused():
         js.simulate(sc, y0, 1.0, dt=0.1, args={"rww": {"motor_torque": jnp.ones(3)}})
 
 
-@pytest.mark.xfail(strict=True, reason="issue 33 item 7: commands checked on every path (open)")
 def test_misspelt_command_address_is_refused_with_events():
     """The same misspelt address with an event given (the hybrid path) is refused alike."""
     sc, y0 = _wheel_sc()
@@ -537,10 +537,100 @@ def _crash_cases():
             # 1e10 steps: refused at once with the estimate (it ran for minutes).
             "dt tiny": (lambda: js.simulate(sc, y0, 100.0, dt=1e-8), "1e\\+10 steps"),
         },
+            # A step bound that needs 1e9 steps with a budget of 2.6e5: refused with the estimate.
+            "dtmax tiny": (
+                lambda: js.simulate(sc, y0, 1e6, dtmax=1e-3, **tsit),
+                "at least 1e\\+09 steps.*`max_steps`=262144",
+            ),
+            "max_steps 0": (lambda: js.simulate(sc, y0, 1.0, max_steps=0, **tsit), "`max_steps`"),
+            "Kvaerno5": (
+                lambda: js.simulate(sc, y0, 1.0, solver=dfx.Kvaerno5(), rtol=1e-6, atol=1e-9),
+                "`solver` diffrax.Kvaerno5\\(\\) is an implicit solver.*Supported",
+            ),
+            "SemiImplicitEuler": (
+                lambda: js.simulate(sc, y0, 1.0, solver=dfx.SemiImplicitEuler(), dt=0.1),
+                "`solver` diffrax.SemiImplicitEuler\\(\\) is a solver of split",
+            ),
+            "event cond string": (lambda: js.Event("y < 0"), "`cond` must be callable"),
+            "event cond None": (lambda: js.Event(None), "`cond` must be callable"),
+            "update wrong structure": (
+                lambda: js.simulate(sc, y0, 1.0, dt=0.1, clocks=[_fsw(lambda t, y, z, a: z)]),
+                "update of discrete model 'fsw' must return a pair `\\(z_next, held_outputs\\)`",
+            ),
+            "update three values": (
+                lambda: js.simulate(sc, y0, 1.0, dt=0.1, clocks=[_fsw(lambda *a: (a[2], {}, 1))]),
+                "must return a pair.*got a tuple of length 3",
+            ),
+            "command as a string": (
+                lambda: js.simulate(
+                    *_wheel_sc(), 1.0, dt=0.1, args={"rw": {"motor_torque": "0.1"}}
+                ),
+                "`args\\['rw'\\]\\['motor_torque'\\]` must be a number or an array",
+            ),
+            "diffusion shape": (
+                lambda: js.simulate(
+                    _Noisy((3, 2)),
+                    {"x": jnp.zeros(2)},
+                    1.0,
+                    dt=0.1,
+                    key=0,
+                    solver=js.EulerMaruyama(),
+                ),
+                "`_Noisy.diffusion\\(t, y, args\\)` must return.*\\(2, 1\\).*\\(3, 2\\)",
+            ),  # fmt: skip
+            "dW complex": (
+                lambda: js.simulate(
+                    _Noisy((2, 1)),
+                    {"x": jnp.zeros(2)},
+                    1.0,
+                    dt=0.1,
+                    dW=np.zeros((10, 1), complex),
+                    solver=js.EulerMaruyama(),
+                ),
+                "`dW` \\[sqrt\\(s\\)\\] must hold real numbers.*complex128",
+            ),  # fmt: skip
+            "jacfwd default adjoint": (
+                lambda: jax.jacfwd(
+                    lambda w: js.simulate(sc, _y0_w(sc, w), 1.0, **tsit).ys["hub"]["omega_BN_B"]
+                )(0.01),
+                "adjoint=diffrax.ForwardMode\\(\\)",
+            ),
+            "NaN discontinuity": (
+                lambda: js.simulate(sc, y0, 1.0, dt=0.1, discontinuities=[np.nan]),
+                "`discontinuities\\[0\\]` \\[s\\] must hold finite times",
+            ),
     )
 
 
 @pytest.mark.parametrize("case", list(_crash_cases()[2]))
+def _fsw(update):
+    return js.DiscreteModel("fsw", js.Clock(0.5), update)
+
+
+def _y0_w(sc, w):
+    return sc.init_state(Z3, Z3, Z3, jnp.stack([w, 0.0, 0.0]))
+
+
+class _Noisy(js.AbstractDynamicObject):
+    """dx = -x dt + G dW with G of a given shape (the right one is (2, 1))."""
+
+    shape: tuple = eqx.field(static=True)
+    name: str = eqx.field(static=True, default="noisy")
+
+    def init_state(self):
+        return {"x": jnp.zeros(2)}
+
+    def drift(self, t, y, args):
+        return {"x": -y["x"]}
+
+    @property
+    def noise_dim(self):
+        return 1
+
+    def diffusion(self, t, y, args):
+        return {"x": jnp.ones(self.shape)}
+
+
 def test_deep_crash_is_a_clear_error(case):
     fn, match = _crash_cases()[2][case]
     with pytest.raises((ValueError, TypeError), match=match):
@@ -548,6 +638,56 @@ def test_deep_crash_is_a_clear_error(case):
 
 
 # --------------------------------------------------------------------------------------------------
+def test_jacfwd_with_forward_mode_adjoint_matches_central_differences():
+    """The fix the error above names works: forward mode through the adaptive solve."""
+    sc = _rigid_sc()
+    opts = dict(solver=js.Tsit5(), rtol=1e-10, atol=1e-12, adjoint=dfx.ForwardMode())
+
+    def f(w):
+        return js.simulate(sc, _y0_w(sc, w), 1.0, **opts).ys["hub"]["sigma_BN"][-1]
+
+    eps = 1e-6
+    fd = (f(0.01 + eps) - f(0.01 - eps)) / (2 * eps)
+    np.testing.assert_allclose(jax.jacfwd(f)(0.01), fd, rtol=JACFWD_RTOL, atol=JACFWD_RTOL)
+
+
+# Central differences (eps 1e-6) of a 1e-10-tolerance solve: truncation ~1e-12, round-off
+# ~1e-16 / 1e-6 relative, solver error 1e-10 / 1e-6 at most.
+JACFWD_RTOL = 1e-4
+
+
+class _UserError(Exception):
+    pass
+
+
+def test_progress_callback_that_raises_surfaces_its_exception():
+    """A `progress` callable that raised ended in JAX's "CpuCallback error" naming neither it nor
+    the user's exception; now the run completes and the user's exception is raised, noted."""
+    sc = _rigid_sc()
+    y0 = sc.init_state(Z3, Z3, Z3, np.array([0.01, 0.0, 0.0]))
+
+    def report(t, t1):
+        raise _UserError(f"stop at {t}")
+
+    with pytest.raises(_UserError, match="stop at") as info:
+        js.simulate(sc, y0, 1.0, dt=0.1, sample_dt=0.5, progress=report)
+    assert any("`progress` callback" in note for note in info.value.__notes__)
+
+
+def test_campaign_directory_that_is_a_file_is_refused(tmp_path):
+    pytest.importorskip("zarr")
+    import jax.random as jr
+
+    from jaxsim import montecarlo as mc
+    from tests._sharding_worker import DISPERSIONS
+
+    path = tmp_path / "results"
+    path.write_text("not a folder")
+    with pytest.raises(ValueError, match="`directory` .*results' is a file"):
+        mc.run_campaign(lambda p: {"v": p["a"]}, DISPERSIONS, path, key=jr.key(0), n=2,
+                        chunk_size=2)  # fmt: skip
+
+
 # 9. Hangs and sweeps: refused at once with an estimate; sweeps compile once
 
 
