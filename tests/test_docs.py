@@ -19,6 +19,7 @@ GUIDES = [
     "results_and_setups.md",
     "controls.md",
     "free_time.md",
+    "trajectory_optimization.md",
 ]
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
