@@ -417,6 +417,43 @@ def test_on_time_burn_ending_on_the_step_grid_at_small_steps():
 # 5. Events that tunnel (zero-crossing detection, Zeno): see also tests/test_events.py
 
 
+class _Ball(js.AbstractDynamicObject):
+    """A ball falling under 9.81 m/s^2 (states h [m], v [m/s])."""
+
+    name: str = eqx.field(static=True, default="ball")
+
+    def init_state(self, h0=10.0):
+        return {"v": jnp.asarray(0.0), "h": jnp.asarray(h0, dtype=float)}
+
+    def drift(self, t, y, args):
+        return {"v": jnp.asarray(-9.81), "h": y["v"]}
+
+
+# [m] how far below the floor a sample may lie: the event is located to 1e-9 s (event_tol).
+FLOOR_ATOL = 1e-6
+
+
+def test_bouncing_ball_past_its_zeno_point_fails():
+    """Restitution 0.5 from 10 m: the impacts accumulate at t = 3 sqrt(2 h0 / g) = 4.28 s; a run
+    to 6 s ends there with `zeno` and no sample below the floor (it fell to h = -14.5 m with
+    ok=True before)."""
+    bounce = js.Event(
+        lambda t, y, a: y["h"],
+        direction="falling",
+        reset=lambda t, y, z, a: ({**y, "v": -0.5 * y["v"]}, z),
+        name="ground",
+    )
+    ball = _Ball()
+    sol = js.simulate(
+        ball, ball.init_state(10.0), 6.0, events=(bounce,), max_events=64, throw=False,
+        sample_dt=0.5, solver=js.Tsit5(), rtol=1e-10, atol=1e-12,
+    )  # fmt: skip
+    assert sol.result == js.RESULTS.zeno and not bool(sol.ok)
+    assert float(sol.t_final) == pytest.approx(3 * np.sqrt(2 * 10.0 / 9.81), abs=1e-3)
+    h = np.asarray(sol.ys["h"])
+    assert np.all(h[np.isfinite(h)] >= -FLOOR_ATOL)
+
+
 # --------------------------------------------------------------------------------------------------
 # 6. Commands dropped on some paths
 
@@ -536,7 +573,6 @@ def _crash_cases():
             "args list": (lambda: js.simulate(sc, y0, 1.0, dt=0.1, args=[1.0]), "`args`"),
             # 1e10 steps: refused at once with the estimate (it ran for minutes).
             "dt tiny": (lambda: js.simulate(sc, y0, 100.0, dt=1e-8), "1e\\+10 steps"),
-        },
             # A step bound that needs 1e9 steps with a budget of 2.6e5: refused with the estimate.
             "dtmax tiny": (
                 lambda: js.simulate(sc, y0, 1e6, dtmax=1e-3, **tsit),
@@ -599,10 +635,10 @@ def _crash_cases():
                 lambda: js.simulate(sc, y0, 1.0, dt=0.1, discontinuities=[np.nan]),
                 "`discontinuities\\[0\\]` \\[s\\] must hold finite times",
             ),
+        },
     )
 
 
-@pytest.mark.parametrize("case", list(_crash_cases()[2]))
 def _fsw(update):
     return js.DiscreteModel("fsw", js.Clock(0.5), update)
 
@@ -631,13 +667,13 @@ class _Noisy(js.AbstractDynamicObject):
         return {"x": jnp.ones(self.shape)}
 
 
+@pytest.mark.parametrize("case", list(_crash_cases()[2]))
 def test_deep_crash_is_a_clear_error(case):
     fn, match = _crash_cases()[2][case]
     with pytest.raises((ValueError, TypeError), match=match):
         fn()
 
 
-# --------------------------------------------------------------------------------------------------
 def test_jacfwd_with_forward_mode_adjoint_matches_central_differences():
     """The fix the error above names works: forward mode through the adaptive solve."""
     sc = _rigid_sc()
@@ -688,6 +724,7 @@ def test_campaign_directory_that_is_a_file_is_refused(tmp_path):
                         chunk_size=2)  # fmt: skip
 
 
+# --------------------------------------------------------------------------------------------------
 # 9. Hangs and sweeps: refused at once with an estimate; sweeps compile once
 
 
