@@ -12,6 +12,10 @@ pytree and supplies
   `counts` a dict of integer counters that the driver accumulates. It must map a state to an equivalent
   description of the same physical state (the trajectory is continuous through it); solvers with FSAL
   re-evaluate the derivative after a step in which the map changed `y`.
+- `validity(y0)` (optional): `{name: bool array}`, True where the parameters (and `y0`) are
+  physical. `simulate` reads it once per run: a concrete `False` is refused at the call, naming
+  the check; a traced one (a model changed by `eqx.tree_at`, a dispersion, `vmap`) fails the run
+  with `RESULTS.invalid_model` (an error naming the check with `throw=True`).
 
 Everything is pure: no state is mutated, so `jit`, `vmap`, `grad` compose with it.
 """
