@@ -737,3 +737,35 @@ def test_clock_period_in_the_wrong_unit_is_refused_at_once():
     fsw = fx.OnTimeFSW(js.Clock("1/100000000"), lambda t, y, a: jnp.zeros(1), 1, thrusters="thr")
     with pytest.raises(ValueError, match="1e\\+10 times"):
         js.simulate(sc, y0, 100.0, dt=0.1, clocks=[fsw])
+
+
+def test_a_tolerance_sweep_compiles_once():
+    """A sweep over `rtol` on an adaptive solver: the first call compiles, the next ones compile
+    nothing (every call compiled anew before: 200 calls, 200 compiles, 17 MiB each)."""
+    import logging
+
+    sc = _rigid_sc()
+    y0 = sc.init_state(Z3, Z3, Z3, np.array([0.01, 0.02, 0.0]))
+
+    def run(tol):
+        sol = js.simulate(sc, y0, 1.0, solver=js.Tsit5(), rtol=tol, atol=tol, outputs=False)
+        return float(sol.ys["hub"]["omega_BN_B"][-1, 0])
+
+    seen = []
+
+    class Catch(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("Compiling"):
+                seen.append(record.getMessage())
+
+    run(1e-6)
+    handler, previous = Catch(), jax.config.jax_log_compiles
+    logging.getLogger("jax").addHandler(handler)
+    jax.config.update("jax_log_compiles", True)
+    try:
+        for tol in (1e-7, 1e-8, 1e-9):
+            run(tol)
+    finally:
+        jax.config.update("jax_log_compiles", previous)
+        logging.getLogger("jax").removeHandler(handler)
+    assert seen == []
