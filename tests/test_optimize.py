@@ -351,3 +351,75 @@ def test_problem_validation():
         jo.solve_scipy(jo.Problem(lambda x, a: jnp.sum(x**2), jnp.ones(2)), "BFGS")
     with pytest.raises(ValueError, match="shoot: `steps_per_segment`"):
         jo.shoot(fx.Spacecraft(HUB), {}, 1.0, steps_per_segment=0)
+
+
+# --------------------------------------------------------------------------------------------------
+# Multiple shooting and phase linkage.
+
+# Node states of multiple shooting started on a single-shooting run: the same fixed-step
+# arithmetic segment by segment, so defects are round-off.
+DEFECT_TOL = 1e-12
+
+
+def _spin_model(torque):
+    sc = fx.Spacecraft(HUB, dynamic_effectors=[fx.ExtForceTorque(torque_B=torque)])
+    return jo.RunningCost(sc, lambda t, y, args: jnp.sum(torque(t) ** 2))
+
+
+def test_multiple_shooting_nodes_of_a_single_shot_have_zero_defects():
+    torque = PiecewiseLinear(jnp.array([0.0, 4.0]), jnp.array([[0.1, -0.2, 0.3], [0.0, 0.1, -0.2]]))
+    model = _spin_model(torque)
+    y0 = model.init_state(r_CN_N=[7e6, 0.0, 0.0], v_CN_N=[0.0, 0.0, 0.0])
+    single = jo.shoot(model, y0, 4.0, num_segments=4, steps_per_segment=5)
+    multi_shoot = jax.jit(  # one compiled program for both node sets below
+        lambda nodes: jo.shoot(model, y0, 4.0, num_segments=4, steps_per_segment=5, nodes=nodes)
+    )
+    multi = multi_shoot(jo.interior_nodes(single))
+    assert multi.defects.shape == (3 * sum(np.size(v) for v in jax.tree.leaves(y0)),)
+    assert float(jnp.max(jnp.abs(multi.defects))) < DEFECT_TOL
+    for a, b in zip(jax.tree.leaves(single.ys), jax.tree.leaves(multi.ys), strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=DEFECT_TOL * (1 + np.max(np.abs(a))))
+    # A wrong node shows up in the defects.
+    bad = jax.tree.map(lambda v: v + 1e-3, jo.interior_nodes(single))
+    moved = multi_shoot(bad)
+    assert float(jnp.max(jnp.abs(moved.defects))) > 1e-4
+
+
+@pytest.mark.slow
+def test_two_phases_linked_give_the_single_phase_optimum():
+    """The minimum-energy slew as two phases of T/2, each with its own PiecewiseLinear torque;
+    phase 2 starts from a decision-variable state linked to the end of phase 1 (`linkage`). The
+    optimum is the single-phase ramp: J = 12 I^2 theta^2 / T^3."""
+    T, theta = 10.0, 0.5
+    J_star = 12.0 * I_ZZ**2 * theta**2 / T**3
+
+    def phase(u, y_start, t0):
+        knots = t0 + jnp.linspace(0.0, T / 2, 3)
+        model = _spin_model(PiecewiseLinear(knots, U_SCALE * u))
+        shot = jo.shoot(model, y_start, t0 + T / 2, t0=t0, steps_per_segment=10)
+        return jax.tree.map(lambda v: v[-1], shot.ys)
+
+    y0 = _spin_model(PiecewiseLinear(jnp.array([0.0, 1.0]), jnp.zeros((2, 3)))).init_state(
+        r_CN_N=[7e6, 0.0, 0.0], v_CN_N=[0.0, 0.0, 0.0]
+    )
+
+    def functions(x, a):
+        end1 = phase(x["u1"], y0, 0.0)
+        end2 = phase(x["u2"], x["start2"], T / 2)
+        link = jo.linkage(end1, x["start2"])
+        sigma_R = jnp.array([0.0, 0.0, jnp.tan(theta / 4.0)])
+        hub = end2["hub"]
+        terminal = jnp.concatenate([(hub["sigma_BN"] - sigma_R) * 1e2, hub["omega_BN_B"] * T])
+        scaled_link = link / jnp.concatenate(
+            [jnp.ravel(jnp.maximum(1.0, jnp.abs(v))) for v in jax.tree.leaves(end1)]
+        )
+        return end2["running_cost"] / J_star, jnp.concatenate([terminal, scaled_link]), None
+
+    x0 = {"u1": 0.1 * jnp.ones((3, 3)), "u2": -0.1 * jnp.ones((3, 3)), "start2": y0}
+    problem = jo.Problem.combined(functions, x0)
+    res = jo.solve_scipy(problem, "SLSQP", tol=1e-12, max_iter=300)
+    assert res.status_name == "converged", res.message
+    assert abs(float(res.objective) - 1.0) < ENERGY_RTOL, float(res.objective)
+    # The torque is continuous across the phase boundary (the ramp).
+    u1, u2 = U_SCALE * np.asarray(res.x["u1"]), U_SCALE * np.asarray(res.x["u2"])
+    np.testing.assert_allclose(u1[-1], u2[0], atol=TORQUE_RTOL * np.max(np.abs(u1)))
