@@ -137,11 +137,13 @@ def test_final_state_derivative_wrt_t1_is_the_drift(kw):
     np.testing.assert_allclose(d_dt1, central, rtol=FD_RTOL)
 
 
-def test_derivative_wrt_t1_under_vmap():
+@pytest.mark.parametrize("kw", [FIXED, ADAPTIVE], ids=["RK4", "Tsit5"])
+def test_derivative_wrt_t1_under_vmap(kw):
     horizons = jnp.asarray(HORIZONS)
-    grads = jax.jit(jax.vmap(jax.jacrev(lambda t1: final(t1, **FIXED))))(horizons)
-    for t1, g in zip(HORIZONS, grads):
-        drift = MODEL.drift(t1, {"x": final(t1, **FIXED)}, None)["x"]
+    grads = jax.jit(jax.vmap(jax.jacrev(lambda t1: final(t1, **kw))))(horizons)
+    finals = jax.jit(jax.vmap(lambda t1: final(t1, **kw)))(horizons)
+    for t1, g, y in zip(HORIZONS, grads, finals):
+        drift = MODEL.drift(t1, {"x": y}, None)["x"]
         np.testing.assert_allclose(g, drift, rtol=DRIFT_RTOL)
 
 
