@@ -99,7 +99,7 @@ def memory_child(compiles: int, every: int, bounded: bool) -> dict:
 
     import jaxsim as js
     from jaxsim import _compile
-    from jaxsim._simulate import _run_fixed
+    from jaxsim._plain import _run_fixed
 
     if not bounded:
         _compile.MAX_PROGRAMS = 10**9

@@ -56,7 +56,6 @@ from ._dynamic_object import (
     System as System,
 )
 from ._events import Event as Event, EventLog as EventLog
-from ._hybrid import HybridSolution as HybridSolution
 from ._results import RESULTS as RESULTS
 from ._sde_solvers import (
     SRA1 as SRA1,
@@ -75,7 +74,8 @@ from ._signals import (
     Step as Step,
     TriangleWave as TriangleWave,
 )
-from ._simulate import Solution as Solution, simulate as simulate
+from ._simulate import simulate as simulate
+from ._solution import HybridSolution as HybridSolution, Solution as Solution
 from ._solvers import (
     RK2 as RK2,
     RK4 as RK4,
@@ -88,5 +88,4 @@ from ._solvers import (
     StepMappedSolver as StepMappedSolver,
     Tsit5 as Tsit5,
 )
-
 from ._version import __version__ as __version__

@@ -431,9 +431,10 @@ def run(
     model, y0, args, solver, t0, t1, ts, dt0, rtol, atol, max_steps, outputs, throw, jump_ts,
     loop, endpoints_only, progress=None,
 ):  # fmt: skip
-    """`simulate`'s adaptive run on this core (the counterpart of `jaxsim._simulate._run_adaptive`)."""
+    """`simulate`'s adaptive run on this core (the counterpart of `jaxsim._plain._run_adaptive`,
+    on the diffrax core)."""
     from ._layout import StateLayout
-    from ._simulate import Solution, _derived, _zeros_counts, make_stats, mark_after
+    from ._solution import finish, make_stats, zeros_counts
 
     layout = StateLayout.of(y0)
     pack, unpack = layout.flatten, layout.unflatten
@@ -448,7 +449,7 @@ def run(
 
     out = integrate(
         f, pack(y0), t0, t1, ts, pair=pair, rtol=rtol, atol=atol, dt0=dt0, max_steps=max_steps,
-        jump_ts=jump_ts, step_map=step_map, counts0=_zeros_counts(model, y0),
+        jump_ts=jump_ts, step_map=step_map, counts0=zeros_counts(model, y0),
         endpoints_only=endpoints_only, loop=loop, unrolled=solver.unrolled, progress=progress,
     )  # fmt: skip
     ys = jax.vmap(lambda t, v: model.step_map(t, unpack(v))[0])(ts, out["ys"])
@@ -459,11 +460,7 @@ def run(
         out["num_accepted_steps"], out["num_steps"] * pair.rhs_per_step, out["counts"],
         num_rejected_steps=out["num_rejected_steps"],
     )  # fmt: skip
-    ys = mark_after(ts, ys, t_final)
-    derived = _derived(model, ts, ys, args) if outputs else None
-    return Solution(
-        ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=result, t_final=t_final
-    )
+    return finish(model, args, ts, ys, stats, result, t_final, outputs=outputs)
 
 
 _MAX_STEPS_MESSAGE = RESULTS[RESULTS.max_steps_reached]

@@ -2,7 +2,7 @@ r"""The router of `simulate`: which driver runs a request, decided once, from th
 
 **Two cores.** A request runs on one of two steppers:
 
-- the **fixed-grid stepper** (`jaxsim._simulate.scan_grid`, and its per-segment form in the
+- the **fixed-grid stepper** (`jaxsim._fixed_grid.scan_grid`, and its per-segment form in the
   hybrid driver): jaxsim's own fixed-step Runge-Kutta (`Euler`, `RK2`, `RK4`) and SDE schemes
   (`EulerMaruyama`, `Heun`, `Milstein`, `SRA1`), with the step map, held inputs and
   checkpointing;

@@ -179,7 +179,8 @@ class _SDEConfig:
 
 @jaxsim_jit
 def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig, progress=None):
-    from ._simulate import Solution, _derived, check_finite, make_stats, scan_grid
+    from ._fixed_grid import scan_grid
+    from ._solution import check_finite, finish, make_stats
 
     dt = config.dt
     length = int(np.max(config.seg)) if len(config.seg) else 0
@@ -213,9 +214,8 @@ def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig, progr
         jtu.tree_map(lambda c: c[-1], counts),
         num_diffusion=n_steps * solver.num_diffusion,
     )
-    derived = _derived(model, ts, ys, args) if config.outputs else None
-    return Solution(
-        ts=ts, ys=ys, outputs=derived, counts=counts, stats=stats, result=result, t_final=t_final
+    return finish(
+        model, args, ts, ys, stats, result, t_final, outputs=config.outputs, counts=counts
     )
 
 
@@ -237,14 +237,8 @@ def _run_sde_diffrax(
     adjoint=None,
     progress=None,
 ):
-    from ._simulate import (
-        DiffraxSegments,
-        Solution,
-        _derived,
-        make_stats,
-        mark_after,
-        solve_outcome,
-    )
+    from ._diffrax_core import DiffraxSegments
+    from ._solution import finish, make_stats, solve_outcome
 
     core = DiffraxSegments(model, y0, dsolver, adjoint, diffusion=model.diffusion, path=path)
     sol = core.solve(
@@ -269,11 +263,7 @@ def _run_sde_diffrax(
         num_diffusion=sol.stats["num_steps"] * n_diffusion,
     )
     result, t_final = solve_outcome(sol, ts)
-    ys = mark_after(ts, ys, t_final)
-    derived = _derived(model, ts, ys, args) if outputs else None
-    return Solution(
-        ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=result, t_final=t_final
-    )
+    return finish(model, args, ts, ys, stats, result, t_final, outputs=outputs)
 
 
 def _evaluations_per_step(dsolver) -> tuple[int, int]:

@@ -1,113 +1,44 @@
-r"""`simulate`: propagate a dynamic object and sample its states and derived outputs.
+r"""`simulate`, the entrance of the run layer: build the request, route it, run it, raise.
 
-Two drivers, one semantics:
+`simulate` translates diffrax's spellings (`_with_info`), has every argument checked once into
+a frozen request (`jaxsim._request.build_request`), runs the request's driver (`_run`, or
+`_run_free` for free times) and leaves through one exit, where a failed top-level run raises.
+The rooms it reaches, each importing only the ones after it:
 
-- **fixed step** (`Euler`, `RK2`, `RK4`): a nested `lax.scan` (outer over sample intervals, inner over
-  steps), time computed from an integer step index (no drift, as Basilisk's integer-nanosecond
-  clock), the object's `step_map` applied after every step. Reverse-mode memory is bounded by
-  checkpointing (`checkpoint=True`, the default): the backward pass stores the states at the sample
-  times and at the boundaries of sub-blocks of about 20 steps (the steps whose stacked inputs stay
-  small buffers on the CPU runtime; `_checkpoint_levels`), and recomputes one sub-block, then one
-  step, at a time. An interval of more than 1024 sub-blocks groups them into blocks of about
-  sqrt(count), so memory grows as sqrt(steps), at the price of one more forward pass.
-- **adaptive** (`Tsit5`, `Dopri5`, `Dopri8`, or any diffrax solver): `diffrax.diffeqsolve` with a PID
-  controller (`rtol`, `atol`), the object's breakpoints as `jump_ts`, outputs at `SaveAt(ts=...)`
-  points (dense output; they do not cut steps), and the step map applied after every accepted step.
-  With the default samples `[t0, t1]` the saved states are the step-end states themselves
-  (`SaveAt(t0=True, t1=True)`, no interpolation in the step loop).
+- drivers: plain (`jaxsim._plain`: the fixed grid, or a diffrax solver instance), SDE
+  (`jaxsim._sde`), clocked (`jaxsim._hybrid`: clocks, events, discontinuities, `dtmax`);
+  jaxsim's adaptive pairs on the lean adaptive core (`jaxsim._adaptive_core.run`);
+- cores: the fixed-grid stepper (`jaxsim._fixed_grid`), the diffrax core
+  (`jaxsim._diffrax_core`), the lean adaptive core (`jaxsim._adaptive_core`);
+- the solution (`jaxsim._solution`: `Solution` and `finish`, the one result tail of every
+  driver program), the flat state layout (`jaxsim._layout`) and the solvers (`jaxsim._solvers`).
 """
 
 import copy
-import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import diffrax as dfx
-import equinox as eqx
-import jax
-import jax.numpy as jnp
-import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import ArrayLike, Float, PRNGKeyArray, PyTree
 
-from . import _adaptive_core, _free_time, _results
+from . import _adaptive_core, _free_time
 from ._cache import for_jaxsim_programs
 from ._clocks import AbstractDiscreteModel
-from ._compile import jit as jaxsim_jit
 from ._dynamic_object import AbstractDynamicObject
 from ._events import Event
-from ._host_checks import nonfinite_message, on_host, raise_if_failed
-from ._layout import StateLayout
-from ._request import GRID_RTOL, build_request
-from ._results import RESULTS
+from ._host_checks import on_host, raise_if_failed
+from ._plain import _DiffraxFixed, _FixedConfig, _run_adaptive, _run_fixed
+from ._request import build_request
 from ._signals import concrete_breakpoints
+from ._solution import Solution
 from ._solvers import (
     RK4,
-    AbstractFixedStepSolver,
     AbstractSolver,
-    StepMappedSolver,
-    for_adjoint,
 )
-from ._step_context import step_interval
 from ._validity import InProgram
-
-
-# The step-grid tolerance of the request's checks (also used by the segment driver).
-_GRID_RTOL = GRID_RTOL
-
-
-class Solution(eqx.Module):
-    """What `simulate` returns, on every path (fixed step, adaptive, SDE, hybrid).
-
-    **Fields:**
-
-    - `ts`: sample times [s], shape `(n,)`.
-    - `ys`: the state pytree with a leading axis of length `n` (rows after `t_final` are NaN).
-    - `outputs`: derived outputs of the object at `ts` (e.g. `r_CN_N`, energies), leading axis `n`;
-      None with `outputs=False`.
-    - `counts`: cumulative step-map counters at `ts` (e.g. MRP switches since `t0`) where the
-      driver steps on the sample grid (fixed-step runs without events); None elsewhere. The
-      totals are always in `stats["counts"]`.
-    - `stats`: the same keys on every path: `num_steps` (accepted steps), `num_rejected_steps`,
-      `num_rhs` (drift evaluations), `num_segments` (solves between boundaries; 1 without
-      clocks, discontinuities or events), `num_events` (event firings), `counts` (step-map totals,
-      e.g. `{"mrp_switches": ...}` per object).
-    - `result`: a `jaxsim.RESULTS` item: `successful`, or the cause of a failure (with
-      `throw=False`): `max_steps_reached`, `nonfinite_state`, `too_many_events`,
-      `event_location_failed`, or another diffrax code. `ok` and `message` read it.
-    - `t_final`: the time the run ended [s]: `t1`, a terminal event's time, or where it failed.
-    - `info`: static: what `to_xarray` needs of the run (units, per-effector dimensions, event
-      names, solver settings), attached by `simulate`; None on a
-      hand-made Solution.
-    """
-
-    ts: jax.Array
-    ys: Any
-    outputs: Any
-    counts: Any
-    stats: dict
-    result: Any
-    t_final: Any = None
-    info: Any = eqx.field(static=True, default=None)
-
-    def to_xarray(self, **kwargs):
-        """`jaxsim.results.to_xarray(self, **kwargs)`: this run (or `vmap`-batched runs) as an
-        `xarray.Dataset` of the one schema (see `jaxsim.results`); no model needed."""
-        from .results import to_xarray
-
-        return to_xarray(self, **kwargs)
-
-    @property
-    def ok(self):
-        """Whether the run succeeded (a boolean array: one per member under `vmap`)."""
-        return _results.promote(self.result) == RESULTS.successful
-
-    @property
-    def message(self) -> str:
-        """The failure's message ("" on success); concrete results only (not under `jit`)."""
-        return _results.message(self.result)
 
 
 # diffrax's spellings of `simulate`'s arguments (`jaxsim._vocabulary`), and the arguments of
@@ -179,25 +110,6 @@ def _with_info(run):
         return sol
 
     return simulate
-
-
-def make_stats(
-    num_steps, num_rhs, counts, *, num_rejected_steps=0, num_segments=1, num_events=0, **extra
-) -> dict:
-    """`Solution.stats` with the keys every path reports (as int64 arrays), plus `extra`."""
-
-    def as_int(x):
-        return jnp.asarray(x).astype(jnp.int64)
-
-    return {
-        "num_steps": as_int(num_steps),
-        "num_rejected_steps": as_int(num_rejected_steps),
-        "num_rhs": as_int(num_rhs),
-        "num_segments": as_int(num_segments),
-        "num_events": as_int(num_events),
-        "counts": counts,
-        **extra,
-    }
 
 
 @_with_info
@@ -275,14 +187,15 @@ def simulate(
       `Heun`, `Milstein`, `SRA1`, `ShARK`) or a key, `simulate` solves the SDE; without them a
       noisy model integrates its drift only.
     - `clocks`, `events`, `discontinuities`, `max_events`, `event_tol`, `dtmax`, `root_finder`:
-      hybrid simulation (discrete models on clocks, zero-crossing events, scheduled
-      discontinuities as segment boundaries, output frames as dense-output points); giving any of
-      the first three (or `dtmax`, adaptive solvers only) runs the hybrid driver and returns a
-      `HybridSolution` (guide "Events, clocks and discontinuities"). `discontinuities` takes
-      signals, times [s], or the model itself (its breakpoints become boundaries: a traced burn
-      start then splits a fixed step). Requests no driver supports are refused by name: e.g. an
-      SDE with clocks or events, `max_events` without events, `dtmax` with a fixed-step solver.
-    - `adjoint`: how `diffrax.diffeqsolve` (adaptive and hybrid runs) is differentiated: `None`
+      discrete models on clocks, zero-crossing events, scheduled discontinuities as segment
+      boundaries, output frames as dense-output points; giving any of the first three (or
+      `dtmax`, adaptive solvers only) runs the clocked driver, whose `Solution` also holds `zs`,
+      `held`, `clock_logs` and `events` (guide "Events, clocks and discontinuities").
+      `discontinuities` takes signals, times [s], or the model itself (its breakpoints become
+      boundaries: a traced burn start then splits a fixed step). Requests no driver supports are
+      refused by name: e.g. an SDE with clocks or events, `max_events` without events, `dtmax`
+      with a fixed-step solver.
+    - `adjoint`: how `diffrax.diffeqsolve` (adaptive and clocked runs) is differentiated: `None`
       (diffrax's default `RecursiveCheckpointAdjoint`, reverse mode: `jax.grad`, `jax.jacrev`) or
       `diffrax.ForwardMode()` (forward mode: `jax.jvp`, `jax.jacfwd`, cheaper for a few
       parameters). The fixed-step driver is a plain `lax.scan` and supports both modes as is; there
@@ -349,80 +262,76 @@ def simulate(
                 "got traced times. Drop `progress` inside `jit`/`grad`/`vmap`."
             )
         t0, t1 = horizon.t0, horizon.t1
-        return _simulate_free(
+        rep, sol, path = _run_free(
             model, y0, args, solver, kind, horizon, dt=dt, rtol=rtol, atol=atol,
-            max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw, host=host,
-            adjoint=adjoint, start=start, finish=checks.finish,
+            max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw,
+            adjoint=adjoint, start=start,
         )  # fmt: skip
+    else:
+        rep, sol, path = _run(req.replace(y0=y0), throw, start)
+    # The one exit: a failed top-level run raises here, on the host, with the message of the
+    # path's in-program check (`jaxsim._host_checks`); otherwise (under a user's trace, or
+    # `throw=False`) `checks.finish` reports the traced physical checks (`jaxsim._validity`).
+    return guarded(rep, raise_if_failed, sol, path) if host else checks.finish(sol)
+
+
+def _run(req, throw: bool, start) -> tuple:
+    """`(progress reporter, Solution, path)`: the request run by its driver (`req.kind.driver`):
+    SDE, clocked, or plain (lean adaptive core, diffrax core, fixed grid). `throw` is the
+    in-program check (False when `simulate` checks on the host); `path` names the driver whose
+    message a failure raises (`jaxsim._host_checks.raise_if_failed`)."""
+    from ._progress import guarded
+
+    model, y0, args, kind, solver = req.model, req.y0, req.args, req.kind, req.solver
+    t0, t1, ts, dt, adjoint = req.t0, req.t1, req.ts, req.dt, req.adjoint
     if kind.driver == "sde":
         from ._sde import simulate_sde
 
         rep = start()
-        sol = guarded(rep, simulate_sde, req.replace(y0=y0), throw=throw, progress=rep)
+        sol = guarded(rep, simulate_sde, req, throw=throw, progress=rep)
         path = "diffrax" if kind.adaptive or isinstance(solver, dfx.AbstractSolver) else "SDE"
-        return guarded(rep, raise_if_failed, sol, path) if host else checks.finish(sol)
+        return rep, sol, path
     is_jaxsim, adaptive = kind.native, kind.adaptive
     if kind.driver == "hybrid":
         from ._hybrid import simulate_hybrid
 
         rep = start()
         dsolver = solver.to_diffrax() if is_jaxsim else solver
-        sol = guarded(rep, simulate_hybrid,
-            req.replace(y0=y0), dsolver=dsolver, throw=throw, progress=rep,
-        )  # fmt: skip
-        return guarded(rep, raise_if_failed, sol, "hybrid") if host else checks.finish(sol)
+        sol = guarded(rep, simulate_hybrid, req, dsolver=dsolver, throw=throw, progress=rep)
+        return rep, sol, "hybrid"
+    if adaptive:
+        endpoints_only = bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1)
+        numbers = (_tolerance(req.rtol), _tolerance(req.atol), int(req.max_steps),
+                   bool(req.outputs), bool(throw), concrete_breakpoints(model))  # fmt: skip
+        dt0 = None if dt is None else float(dt)
     if adaptive and is_jaxsim and _adaptive_core.supports(solver, y0, adjoint):
         # jaxsim's pairs run on jaxsim's own adaptive core (diffrax's step control, one loop over
         # the flat state); a diffrax solver instance (e.g. `solver.to_diffrax()`) runs in diffrax.
         rep = start()
         sol = guarded(rep, _adaptive_core.run,
-            model, y0, args, solver, t0, t1, np.asarray(ts), None if dt is None else float(dt),
-            _tolerance(rtol), _tolerance(atol), int(max_steps), bool(outputs), bool(throw),
-            concrete_breakpoints(model),
-            _adaptive_core.loop_kind(adjoint), bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
-            rep,
+            model, y0, args, solver, t0, t1, np.asarray(ts), dt0, *numbers,
+            _adaptive_core.loop_kind(adjoint), endpoints_only, rep,
         )  # fmt: skip
-        return guarded(rep, raise_if_failed, sol, "diffrax") if host else checks.finish(sol)
+        return rep, sol, "diffrax"
     if adaptive:
         # Methods called through the class: an equinox module builds a bound-method module on
         # each attribute access (about 40 us each, per call of `simulate`).
         dsolver = type(solver).to_diffrax(solver) if is_jaxsim else solver
         rep = start()
-        sol = guarded(
-            rep,
-            _run_adaptive,
-            model,
-            y0,
-            args,
-            dsolver,
-            t0,
-            t1,
-            np.asarray(ts),
-            None if dt is None else float(dt),
-            _tolerance(rtol),
-            _tolerance(atol),
-            int(max_steps),
-            bool(outputs),
-            bool(throw),
-            concrete_breakpoints(model),
-            adjoint,
-            bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1),
-            rep,
-        )
-        return guarded(rep, raise_if_failed, sol, "diffrax") if host else checks.finish(sol)
+        sol = guarded(rep, _run_adaptive,
+            model, y0, args, dsolver, t0, t1, np.asarray(ts), dt0, *numbers, adjoint,
+            endpoints_only, rep,
+        )  # fmt: skip
+        return rep, sol, "diffrax"
     if not is_jaxsim:
         solver = _DiffraxFixed(solver)
     config = _FixedConfig(
-        t0=t0,
-        dt=dt,
-        seg=req.seg,
-        outputs=bool(outputs),
-        checkpoint=bool(checkpoint),
+        t0=t0, dt=dt, seg=req.seg, outputs=bool(req.outputs), checkpoint=bool(req.checkpoint),
         throw=bool(throw),
-    )
+    )  # fmt: skip
     rep = start()
     sol = guarded(rep, _run_fixed, model, y0, args, solver, np.asarray(ts), config, rep)
-    return guarded(rep, raise_if_failed, sol, "fixed-step") if host else checks.finish(sol)
+    return rep, sol, "fixed-step"
 
 
 def _tolerance(x) -> np.ndarray:
@@ -431,12 +340,13 @@ def _tolerance(x) -> np.ndarray:
     return np.asarray(float(x), dtype=np.float64)
 
 
-def _simulate_free(
+def _run_free(
     model, y0, args, solver, kind, horizon, *, dt, rtol, atol, max_steps, outputs, checkpoint,
-    throw, host, adjoint, start, finish,
+    throw, adjoint, start,
 ):  # fmt: skip
-    """`simulate` with free times (`jaxsim._free_time`): the horizon's times are run-time inputs
-    of the adaptive and fixed-step drivers (traced, or concrete arrays: one program per shape)."""
+    """`(progress reporter, Solution, path)` of a run with free times (`jaxsim._free_time`): the
+    horizon's times are run-time inputs of the adaptive and fixed-step drivers (traced, or
+    concrete arrays: one program per shape)."""
     from ._progress import guarded
 
     t0, t1, ts = horizon.t0, horizon.t1, horizon.ts
@@ -467,499 +377,4 @@ def _simulate_free(
         rep = start()
         sol = guarded(rep, _run_fixed, model, y0, args, solver, ts, config, rep, (t0, horizon.dt))
         path = "fixed-step"
-    sol = _free_time.finish(sol, horizon, throw)
-    return guarded(rep, raise_if_failed, sol, path) if host else finish(sol)
-
-
-class _DiffraxFixed(AbstractFixedStepSolver):
-    """Run a diffrax solver in the fixed-step driver (one `solver.step` per step)."""
-
-    solver: dfx.AbstractSolver
-    a = ((),)
-    b = (1.0,)
-    c = (0.0,)
-    order = 0
-
-    @property
-    def num_stages(self):
-        return 1
-
-    def step(self, f, t, y, h, args):
-        term = dfx.ODETerm(f)
-        state = self.solver.init(term, t, t + h, y, args)
-        y1, _, _, _, _ = self.solver.step(term, t, t + h, y, args, state, False)
-        return y1
-
-    def to_diffrax(self):
-        return self.solver
-
-
-@dataclasses.dataclass(frozen=True)
-class _FixedConfig:
-    t0: float | None  # None: given to `_run_fixed` as run-time `times` (free times)
-    dt: float | None
-    seg: tuple
-    outputs: bool
-    checkpoint: bool
-    throw: bool
-
-
-def _zeros_counts(model, y0):
-    _, counts = jax.eval_shape(lambda y: model.step_map(0.0, y), y0)
-    return jtu.tree_map(lambda s: jnp.zeros(s.shape, jnp.int32), counts)
-
-
-def _all_finite(tree):
-    ok = jnp.asarray(True)
-    for leaf in jtu.tree_leaves(tree):
-        if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact):
-            ok = ok & jnp.all(jnp.isfinite(leaf))
-    return ok
-
-
-def _derived(model, ts, ys, args):
-    return jax.vmap(model.derived, in_axes=(0, 0, None))(ts, ys, args)
-
-
-# Sample intervals of at least this many steps (or with more steps than a sub-block holds, see
-# `_checkpoint_levels`) are checkpointed in blocks; shorter ones as a whole.
-_MIN_BLOCKED_STEPS = 64
-
-
-def _checkpoint_blocks(length: int):
-    """`(number, size)` of the checkpoint blocks of an interval of `length` steps, or None.
-
-    The size is a divisor of `length` within a factor 2 of sqrt(length) when there is one (no
-    padding); otherwise ceil(sqrt(length)), the last block padded with masked steps.
-    """
-    if length < _MIN_BLOCKED_STEPS:
-        return None
-    root = int(np.sqrt(length))
-    divisors = [k for k in range(max(root // 2, 1), 2 * root + 1) if length % k == 0]
-    size = min(divisors, key=lambda k: abs(k - root)) if divisors else root + 1
-    return -(-length // size), size
-
-
-# XLA's CPU runtime runs a loop body's kernels one after the other only if every buffer they touch
-# holds at most this many bytes (`ThunkExecutor`'s `execute_sequential_buffer_threshold`, not
-# configurable); a body touching a larger one runs them through a thread pool, which for hundreds of
-# tiny kernels costs more than the kernels. Reverse mode stacks the rematerialized steps' inputs
-# over a checkpoint block, so blocks are cut into sub-blocks whose stacks stay below it.
-_SMALL_BUFFER_BYTES = 512
-# Up to this many sub-blocks per sample interval are checkpointed in one level (their boundary
-# states stored, memory O(steps / sub-block)); more are grouped into blocks of about sqrt(count).
-_MAX_FLAT_SUBBLOCKS = 1024
-
-
-def _checkpoint_levels(length: int, cap: int):
-    """`(blocks, sub_blocks, steps)` of the checkpointing of an interval of `length` steps, or None.
-
-    `steps` per sub-block is at most `cap` (the steps whose stacked residuals stay small), chosen in
-    [cap/2, cap] for the least padding; `sub_blocks` per block is 1 (two levels: the interval's
-    sub-blocks are the blocks) unless there are more than `_MAX_FLAT_SUBBLOCKS` of them, then about
-    sqrt of their count (`_checkpoint_blocks`). The padded steps (< one sub-block, plus whole
-    sub-blocks of a padded block) are masked. None: the interval is checkpointed whole.
-    """
-    cap = max(int(cap), 1)
-    if length < _MIN_BLOCKED_STEPS and length <= cap:
-        return None
-    if length <= cap:
-        return 1, 1, length
-    waste = lambda k: -(-length // k) * k - length
-    sub = min(range(max(cap // 2, 1), cap + 1), key=lambda k: (waste(k), -k))
-    count = -(-length // sub)
-    if count <= _MAX_FLAT_SUBBLOCKS:
-        return count, 1, sub
-    num, per = _checkpoint_blocks(count)
-    return num, per, sub
-
-
-def _residual_cap(*trees) -> int:
-    """Steps whose stacked per-step residuals (a copy of each leaf of `trees`, the per-step state
-    and inputs, and the step index) stay within `_SMALL_BUFFER_BYTES` each."""
-    sizes = [8]
-    for leaf in jtu.tree_leaves(trees):
-        sizes.append(max(int(np.prod(jnp.shape(leaf))), 1) * jnp.result_type(leaf).itemsize)
-    return max(_SMALL_BUFFER_BYTES // max(sizes), 1)
-
-
-def scan_grid(
-    model,
-    y0,
-    seg,
-    dt,
-    t0,
-    checkpoint,
-    advance,
-    per_segment=None,
-    *,
-    aux0=None,
-    before_step=None,
-    sampled=None,
-    progress=None,
-):
-    """The fixed-grid stepper: the fixed-step driver's loop, shared by the ODE, SDE and clocked
-    (`jaxsim._hybrid._grid`) paths.
-
-    Runs `seg[k]` steps of size `dt` between consecutive samples (nested `lax.scan`: outer over sample
-    intervals, inner over steps; time from the integer step index), applying `model.step_map` after
-    every step and accumulating its counters. `advance(n, t, y, extra) -> y1` takes one step from
-    step index `n` at time `t`; `per_segment(n0, length)` optionally precomputes per-step `extra`
-    inputs of a whole interval (stacked along the first axis). With `checkpoint`, reverse mode
-    stores the states at the samples and at sub-block boundaries only (`_checkpoint_levels`:
-    sub-blocks of at most `_residual_cap` steps, grouped into blocks of about sqrt(count) when an
-    interval has more than `_MAX_FLAT_SUBBLOCKS`), each recomputed once in the backward pass, so
-    its memory grows as O(samples + steps / sub-block) states, per interval at most 1024 sub-block
-    boundaries or O(sqrt(steps)).
-
-    Discrete state besides `y` (the clocks' states, held outputs and logs) travels in `aux`:
-    `before_step(n, t, y, aux) -> (aux, inputs)` runs at the start of each step, outside the
-    rematerialized step, and `inputs` reach `advance(n, t, y, extra, inputs)`; `sampled(aux)` is
-    what of `aux` is recorded at the samples (left limits: before the next step's `before_step`).
-    `progress` (a `jaxsim._progress.Reporter`) receives the time reached after each sample interval
-    and checkpoint block.
-
-    **Returns:** `(ys, counts)` at the samples; with `aux0`, `(ys, counts, aux at the samples,
-    final aux)`.
-    """
-    seg = np.asarray(seg)
-    length = int(seg.max()) if seg.size else 0
-    uniform = bool(np.all(seg[1:] == length)) and seg[0] in (0, length)
-    counts0 = _zeros_counts(model, y0)
-    # With checkpointing, each step is also rematerialized: the backward pass recomputes a step's
-    # stages from its input state instead of stacking every intermediate of every step of a block
-    # (one stacked buffer, and a dynamic-slice kernel, per intermediate). Combined spacecraft, 6,000
-    # steps: gradient compile 19.4 -> 13.6 s and run 4.8 -> 3.3 s. (Inside a scan, CSE cannot merge
-    # the recomputation with the forward pass, so `prevent_cse` is not needed.)
-    step = jax.checkpoint(advance, prevent_cse=False) if checkpoint else advance
-
-    # The state is carried as one flat vector between steps (`jaxsim._layout`); the pytree is
-    # rebuilt (static slices) for the step itself.
-    layout = StateLayout.of(y0)
-    pack = (lambda y: y) if layout is None else layout.flatten
-    unpack = (lambda v: v) if layout is None else layout.unflatten
-
-    def one_step(carry, xs):
-        active, extra = xs
-        n, v, counts, aux = carry
-        t = t0 + n * dt
-        y = unpack(v)
-        aux1, inputs = (aux, None) if before_step is None else before_step(n, t, y, aux)
-        # Held inputs keep one value over the step's stages; the intervals tile the horizon
-        # exactly (a step ends where the next begins), so a switch time on a node is in one step.
-        with step_interval(t, t0 + (n + 1) * dt):
-            y1 = step(n, t, y, extra, inputs)
-        y1, c = model.step_map(t + dt, y1)
-        y1 = pack(y1)
-        counts1 = jtu.tree_map(lambda a, b: a + b.astype(a.dtype), counts, c)
-        if active is not None:
-            y1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), y1, v)
-            counts1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), counts1, counts)
-            aux1 = jtu.tree_map(lambda a, b: jnp.where(active, a, b), aux1, aux)
-            n1 = n + active.astype(n.dtype)
-        else:
-            n1 = n + 1
-        return (n1, y1, counts1, aux1), None
-
-    def steps(carry, active, extra, n):
-        if active is None:
-            return jax.lax.scan(lambda c, e: one_step(c, (None, e)), carry, extra, length=n)[0]
-        return jax.lax.scan(one_step, carry, (active, extra))[0]
-
-    def levels_of(extra):
-        if not checkpoint:
-            return None
-        per_step = jtu.tree_map(lambda e: e[0], extra)
-        return _checkpoint_levels(length, _residual_cap(y0, per_step))
-
-    def segment(carry, seg_len):
-        extra = None if per_segment is None else per_segment(carry[0], length)
-        levels = levels_of(extra)
-        if levels is None:
-            active = None if uniform else jnp.arange(length) < seg_len
-            whole = lambda c, a, e: steps(c, a, e, length)
-            carry = (jax.checkpoint(whole) if checkpoint else whole)(carry, active, extra)
-            if progress is not None:
-                progress(t0 + carry[0] * dt)
-        else:
-            # Checkpointing in blocks of sub-blocks of steps: the backward pass stores one carry per
-            # block, then one per sub-block of the block being differentiated, then the inputs of
-            # the steps of one sub-block (few enough that their stacks stay small buffers), and
-            # recomputes each step's stages from its input (memory O(n/size + size) states).
-            num, per, size = levels
-            total = num * per * size
-            pad = total - length
-            active = None
-            if pad or not uniform:
-                active = (jnp.arange(total) < seg_len).reshape(num, per, size)
-            extra = jtu.tree_map(
-                lambda e: jnp.pad(e, [(0, pad)] + [(0, 0)] * (e.ndim - 1)).reshape(
-                    (num, per, size) + e.shape[1:]
-                ),
-                extra,
-            )
-
-            def sub_block(c, xs):
-                return steps(c, xs[0], xs[1], size), None
-
-            def block_steps(c, xs):
-                if per == 1:
-                    c = steps(c, _first(xs[0]), _first(xs[1]), size)
-                else:
-                    c, _ = jax.lax.scan(jax.checkpoint(sub_block), c, xs, length=per)
-                if progress is not None:
-                    progress(t0 + c[0] * dt)
-                return c, None
-
-            block = jax.checkpoint(block_steps)
-            carry, _ = jax.lax.scan(block, carry, (active, extra), length=num)
-        return carry, (carry[1], carry[2], pick(carry[3]))
-
-    pick = (lambda aux: None) if sampled is None else sampled
-    carry0 = (jnp.asarray(0, jnp.int64), pack(y0), counts0, aux0)
-    seg_arr = jnp.asarray(seg)
-    if uniform and seg[0] == 0:
-        # The first sample is t0 itself; the remaining intervals all have `length` steps.
-        first = (pack(y0), counts0, pick(aux0))
-        last, out = jax.lax.scan(segment, carry0, seg_arr[1:])
-        out = jtu.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, out)
-    else:
-        last, out = jax.lax.scan(segment, carry0, seg_arr)
-    ys, counts, aux_at = out
-    ys = ys if layout is None else jax.vmap(unpack)(ys)
-    if aux0 is None:
-        return ys, counts
-    return ys, counts, aux_at, last[3]
-
-
-def _first(tree):
-    """The leaves' first entries along the leading axis (None stays None)."""
-    return jtu.tree_map(lambda x: x[0], tree)
-
-
-def check_finite(ts, ys, throw: bool, what: str):
-    """`(ys, result, t_final)` of a run sampled at `ts`, checked for non-finite states.
-
-    A NaN/inf state gives `RESULTS.nonfinite_state`, `t_final` = the last sample time whose state
-    (and every earlier one) is finite, and NaN rows from there on; with `throw` it raises at run
-    time instead.
-    """
-    finite = jax.vmap(_all_finite)(ys)
-    good = jnp.cumprod(finite.astype(jnp.int32)).astype(bool)  # finite up to and including i
-    ok = good[-1]
-    result = RESULTS.where(ok, RESULTS.successful, RESULTS.nonfinite_state)
-    n_good = jnp.sum(good.astype(jnp.int32))
-    t_final = jnp.where(ok, ts[-1], ts[jnp.maximum(n_good - 1, 0)])
-    ys = mark_after(ts, ys, jnp.where(n_good == 0, -jnp.inf, t_final))
-    if throw:
-        ys = eqx.error_if(ys, ~ok, nonfinite_message(what))
-    return ys, result, t_final
-
-
-def mark_after(ts, tree, t_final):
-    """`tree` (leading axis: samples at `ts`) with the floating rows after `t_final` set to NaN."""
-    after = ts > t_final
-
-    def one(b):
-        if not jnp.issubdtype(b.dtype, jnp.inexact):
-            return b
-        return jnp.where(after.reshape((-1,) + (1,) * (b.ndim - 1)), jnp.nan, b)
-
-    return jtu.tree_map(one, tree)
-
-
-def chunked_drift(model, args):
-    """`drift(t, y, _)`: `model.drift(t, y, args)` reading the floating arrays of the model and of
-    `args` from a few flat vectors of at most `_SMALL_BUFFER_BYTES` each, sliced inside every call.
-
-    The step loops then close over these few vectors instead of every parameter array, so reverse
-    mode carries and accumulates a few cotangent vectors through the loops instead of one per
-    array (each a copy kernel per iteration on the CPU runtime); the chunks stay small buffers, so
-    the loop bodies still run their kernels in sequence. Forward values are unchanged (the slices
-    are exact). With arrays of mixed dtypes, or fewer than two, `model.drift` is used as is.
-    """
-    dyn, static = eqx.partition((model, args), eqx.is_inexact_array)
-    leaves, treedef = jtu.tree_flatten(dyn)
-    dtypes = {jnp.result_type(x) for x in leaves}
-    if len(leaves) < 2 or len(dtypes) != 1:
-        return lambda t, y, _: model.drift(t, y, args)
-    limit = max(_SMALL_BUFFER_BYTES // next(iter(dtypes)).itemsize, 1)
-    shapes = [jnp.shape(x) for x in leaves]
-    groups, current, filled = [], [], 0
-    for i, shape in enumerate(shapes):
-        size = int(np.prod(shape))
-        if current and filled + size > limit:
-            groups.append(current)
-            current, filled = [], 0
-        current.append(i)
-        filled += size
-    groups.append(current)
-    chunks = [jnp.concatenate([jnp.ravel(leaves[i]) for i in g]) for g in groups]
-
-    def drift(t, y, _):
-        parts = [None] * len(shapes)
-        for g, chunk in zip(groups, chunks, strict=True):
-            offset = 0
-            for i in g:
-                size = int(np.prod(shapes[i]))
-                parts[i] = jnp.reshape(chunk[offset : offset + size], shapes[i])
-                offset += size
-        m, a = eqx.combine(jtu.tree_unflatten(treedef, parts), static)
-        return m.drift(t, y, a)
-
-    return drift
-
-
-@jaxsim_jit
-def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig, progress=None, times=None):
-    # `times`: `(t0, dt)` as run-time inputs (free times, `jaxsim._free_time`), else the
-    # config's constants.
-    t0, dt = (config.t0, config.dt) if times is None else times
-    drift = chunked_drift(model, args)
-    advance = lambda n, t, y, extra, inputs: solver.step(drift, t, y, dt, None)
-    ys, counts = scan_grid(
-        model, y0, config.seg, dt, t0, config.checkpoint, advance, progress=progress
-    )
-    ys, result, t_final = check_finite(ts, ys, config.throw, "fixed-step")
-    n_steps = int(np.sum(config.seg))
-    stats = make_stats(n_steps, n_steps * solver.num_stages, jtu.tree_map(lambda c: c[-1], counts))
-    derived = _derived(model, ts, ys, args) if config.outputs else None
-    return Solution(
-        ts=ts, ys=ys, outputs=derived, counts=counts, stats=stats, result=result, t_final=t_final
-    )
-
-
-@jaxsim_jit
-def _run_adaptive(
-    model,
-    y0,
-    args,
-    dsolver,
-    t0,
-    t1,
-    ts,
-    dt0,
-    rtol,
-    atol,
-    max_steps,
-    outputs,
-    throw,
-    jump_ts,
-    adjoint=None,
-    endpoints_only=False,
-    progress=None,
-):
-    core = DiffraxSegments(model, y0, dsolver, adjoint)
-    controller = dfx.PIDController(
-        rtol=rtol, atol=atol, jump_ts=None if not jump_ts else jnp.asarray(jump_ts)
-    )
-    sol = core.solve(
-        t0,
-        t1,
-        dt0,
-        y0,
-        args,
-        # Samples at t0 and t1 only (the default): the step-end states themselves. Saving through
-        # `ts` would interpolate inside every step's bookkeeping; on a J2 point mass with Dopri8
-        # that is a third of the step (5.9 -> 3.8 us per step).
-        saveat=dfx.SaveAt(t0=True, t1=True, solver_state=True)
-        if endpoints_only
-        else dfx.SaveAt(ts=ts, solver_state=True),
-        stepsize_controller=controller,
-        max_steps=max_steps,
-        throw=throw,
-        progress=progress,
-    )
-    ys = core.states(ts, sol.ys)
-    stats = make_stats(
-        sol.stats["num_accepted_steps"],
-        sol.stats["num_steps"] * _stages(dsolver),
-        sol.solver_state[1],
-        num_rejected_steps=sol.stats["num_rejected_steps"],
-    )
-    result, t_final = solve_outcome(sol, ts)
-    ys = mark_after(ts, ys, t_final)
-    derived = _derived(model, ts, ys, args) if outputs else None
-    return Solution(
-        ts=ts, ys=ys, outputs=derived, counts=None, stats=stats, result=result, t_final=t_final
-    )
-
-
-class DiffraxSegments:
-    """The diffrax core: `diffeqsolve` on the model's flat state with its step map after every step.
-
-    Built once per run (inside the trace) and used by every diffrax path: plain adaptive runs, SDEs
-    with diffrax solvers, and the segments of the hybrid driver. The terms see the pytree state
-    (`drift(t, y, args)`, `diffusion(t, y, args)`); the solver carries one flat vector between
-    steps and stages (`jaxsim._layout`); `StepMappedSolver` applies the model's `step_map` after
-    each accepted step and counts its switches (`solver_state[1]`: totals, `[2]`: last step's).
-    """
-
-    def __init__(self, model, y0, dsolver, adjoint=None, *, drift=None, diffusion=None, path=None):
-        self.model, self.adjoint = model, adjoint
-        layout = StateLayout.of(y0)
-        if layout is None:
-            self.pack, self.unpack = (lambda y: y), (lambda v: v)
-        else:
-            self.pack, self.unpack = layout.flatten, layout.unflatten
-        self.counts0 = _zeros_counts(model, y0)
-        term = dfx.ODETerm(self.flat_drift(model.drift if drift is None else drift))
-        if diffusion is not None:
-            m = model.noise_dim
-
-            def g(t, v, a):
-                gs = diffusion(t, self.unpack(v), a)
-                leaves = [jnp.reshape(x, (-1, m)) for x in jtu.tree_leaves(gs)]
-                return jnp.concatenate(leaves, axis=0)
-
-            term = dfx.MultiTerm(term, dfx.ControlTerm(g, path))
-        self.terms = term
-        if dsolver is not None:
-            inner = for_adjoint(dsolver, adjoint)
-            self.solver = StepMappedSolver(inner, self.step_map, self.counts0)
-
-    def flat_drift(self, drift):
-        pack, unpack = self.pack, self.unpack
-        return lambda t, v, a: pack(drift(t, unpack(v), a))
-
-    def step_map(self, t, v):
-        y, counts = self.model.step_map(t, self.unpack(v))
-        return self.pack(y), counts
-
-    def solve(self, t0, t1, dt0, y0, args, *, progress=None, **kwargs):
-        """`diffeqsolve` from the pytree `y0`; `sol.ys` stay flat (see `states`). `progress`: a
-        `jaxsim._progress.Reporter` fed by diffrax's progress meter, or None."""
-        if self.adjoint is not None:
-            kwargs["adjoint"] = self.adjoint
-        if progress is not None:
-            kwargs["progress_meter"] = progress.meter()
-        return dfx.diffeqsolve(self.terms, self.solver, t0, t1, dt0, self.pack(y0), args, **kwargs)
-
-    def states(self, ts, vs):
-        """Saved flat states as pytrees in the step map's canonical form (dense output is in
-        each step's starting coordinates)."""
-        return jax.vmap(lambda t, v: self.model.step_map(t, self.unpack(v))[0])(ts, vs)
-
-
-def solve_outcome(sol, ts):
-    """`(result, t_final)` of a `diffeqsolve` sampled at `ts` (with `throw=False` it may have failed).
-
-    diffrax fills the samples after a failure with its last state; `t_final` is then the last time
-    it reached (from its step-size controller's state, or the last sample before the failure).
-    """
-    result = _results.promote(sol.result)
-    ok = result == RESULTS.successful
-    # Samples diffrax could not reach are +inf in `sol.ts` (it pads them); the last finite one is
-    # where the run stopped, to the sample resolution.
-    reached = jnp.isfinite(sol.ts) & (sol.ts <= ts[-1])
-    last = jnp.max(jnp.where(reached, sol.ts, ts[0]))
-    return result, jnp.where(ok, ts[-1], last)
-
-
-def _stages(dsolver) -> int:
-    tab = getattr(dsolver, "tableau", None)
-    if tab is None:
-        return 1
-    # FSAL schemes reuse the last stage of the previous step.
-    n = len(tab.b_sol)
-    return n - 1 if tab.fsal else n
+    return rep, _free_time.finish(sol, horizon, throw), path

@@ -145,7 +145,7 @@ def _closure_final(k):
 @pytest.fixture
 def fixed_driver(monkeypatch):
     """The fixed-step driver, with a fresh record of its compiles."""
-    from jaxsim._simulate import _run_fixed
+    from jaxsim._plain import _run_fixed
 
     monkeypatch.setattr(_run_fixed, "_recompiles", _compile._Recompiles(_run_fixed.__wrapped__))
     return _run_fixed

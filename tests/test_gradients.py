@@ -17,7 +17,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from jaxsim._simulate import (
+from jaxsim._fixed_grid import (
     _MAX_FLAT_SUBBLOCKS,
     _SMALL_BUFFER_BYTES,
     _checkpoint_blocks,

@@ -15,7 +15,7 @@ zero-crossing conditions as a `diffrax.Event`; it then either
 Non-terminal events are therefore just extra scan iterations: the scan length is
 `n_boundaries + 2 * max_events + 1` (each event may need one re-solve, see `_events.py`), and
 iterations after the end are skipped (`lax.cond`). Everything is vmap- and grad-safe. Each
-segment solve runs on the diffrax core (`jaxsim._simulate.DiffraxSegments`: the flat state, the
+segment solve runs on the diffrax core (`jaxsim._diffrax_core.DiffraxSegments`: the flat state, the
 model's step map after every accepted step, its switches counted up to an event).
 
 **Clocked runs on the step grid.** With a jaxsim fixed-step solver, no events, and every tick,
@@ -59,5 +59,5 @@ stated in `_events.py` and `_guard.py`.
 **Reference:** Hairer, Norsett & Wanner, *Solving ODEs I*, sec. II.4 and II.6.
 """
 
-from ._driver import HybridSolution as HybridSolution, merge_args as merge_args
+from ._driver import merge_args as merge_args
 from ._setup import simulate_hybrid as simulate_hybrid

@@ -10,30 +10,14 @@ import jax.tree_util as jtu
 import numpy as np
 
 from .._compile import jit as jaxsim_jit
+from .._diffrax_core import DiffraxSegments
 from .._events import EventLog
 from .._host_checks import HYBRID_CAUSES, SEGMENT_FAILED, hybrid_message
 from .._results import RESULTS
-from .._simulate import DiffraxSegments, Solution, make_stats, mark_after
+from .._solution import finish, make_stats
 from . import _event_rules as rules, _segments as segments
 from ._carry import Arming, Carry, EventLogBuffer, Samples, Status, Tally, nan_rows, set_rows, where
 from ._guard import EventGuardSolver
-
-
-class HybridSolution(Solution):
-    """What `simulate` returns when clocks, discontinuities or events are given.
-
-    The fields of `Solution` (`ts`, `ys`, `outputs`, `counts`, `stats`, `result`, `t_final`), plus:
-
-    - `zs`: discrete states `{model_name: z}` at `ts` (pre-tick values at tick times).
-    - `held`: held outputs `{model_name: outputs}` at `ts`.
-    - `clock_logs`: `{model_name: {"t": tick times (numpy), "z": post-tick states, "held": ...}}`.
-    - `events`: an `EventLog` (None without events).
-    """
-
-    zs: Any = None
-    held: Any = None
-    clock_logs: Any = None
-    events: Any = None
 
 
 class Static(eqx.Module):
@@ -341,7 +325,8 @@ def run_hybrid(model, models, events, y0, args, held0, disc, ts, dsolver, root_f
 
 
 def _assemble(run, c, n_total):
-    """The `HybridSolution`: samples marked after the end, the result code, errors with `throw`."""
+    """The `Solution` (`jaxsim._solution.finish`: samples after the end NaN, derived outputs
+    with the held outputs in the arguments), the result code, errors with `throw`."""
     cfg, ts, model = run.cfg, run.ts, run.model
     finished = (c.k >= n_total) | c.status.stopped
     failed = c.status.result != RESULTS.successful
@@ -351,18 +336,10 @@ def _assemble(run, c, n_total):
     # Samples after the end (a terminal event or a failure) are NaN; samples are in each step's
     # starting coordinates (dense output): bring them to the canonical form of the step map.
     by = jax.vmap(lambda t, y: model.step_map(t, y)[0])(ts, c.samples.y)
-    by, bz, bh = (mark_after(ts, b, t_final) for b in (by, c.samples.z, c.samples.held))
     if cfg.throw:  # in the program (under a user's trace); else on the host: `_host_checks`
         for cause in HYBRID_CAUSES:
             by, t_final = eqx.error_if((by, t_final), result == cause, hybrid_message(cause))
         by, t_final = eqx.error_if((by, t_final), result != RESULTS.successful, SEGMENT_FAILED)
-    derived = None
-    if cfg.outputs:
-
-        def derive(t, y, h):
-            return model.derived(t, y, merge_args(run.args, h))
-
-        derived = jax.vmap(derive)(ts, by, bh)
     tally = c.tally
     stats = make_stats(
         tally.num_steps,
@@ -393,16 +370,8 @@ def _assemble(run, c, n_total):
             count=tally.num_events,
             names=tuple(ev.name for ev in run.events),
         )
-    return HybridSolution(
-        ts=ts,
-        ys=by,
-        outputs=derived,
-        counts=None,
-        stats=stats,
-        result=result,
-        t_final=t_final,
-        zs=bz,
-        held=bh,
-        clock_logs=logs,
-        events=ev_log,
-    )
+    return finish(
+        model, run.args, ts, by, stats, result, t_final, outputs=cfg.outputs, zs=c.samples.z,
+        held=c.samples.held, clock_logs=logs, events=ev_log,
+        derive_args=lambda h: merge_args(run.args, h),
+    )  # fmt: skip

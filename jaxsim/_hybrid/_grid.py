@@ -3,7 +3,7 @@
 When a jaxsim fixed-step solver runs with clocks whose ticks (and the samples, and any concrete
 discontinuity times) all lie on the grid `t0 + k dt`, and without events, the segment loop needs
 no solver restarts and no dense output: the tick schedule is static, so the run is the plain
-fixed-step driver's loop (`jaxsim._simulate.scan_grid`: outer scan over sample intervals, inner
+fixed-step driver's loop (`jaxsim._fixed_grid.scan_grid`: outer scan over sample intervals, inner
 over steps) in which the clock updates due at a step's start run before the step. Every step is the plain driver's
 (`solver.step`, held inputs over the step, the step map after it), so a clocked run whose clocks
 change nothing equals the plain run bit for bit, and a tick costs only its models' updates.
@@ -20,12 +20,13 @@ import jax.tree_util as jtu
 import numpy as np
 
 from .._compile import jit as jaxsim_jit
+from .._fixed_grid import scan_grid
 from .._host_checks import hybrid_message
 from .._layout import StateLayout
 from .._results import RESULTS
-from .._simulate import check_finite, make_stats, scan_grid
+from .._solution import check_finite, finish, make_stats
 from ._carry import nan_rows
-from ._driver import HybridSolution, merge_args, tick
+from ._driver import merge_args, tick
 from ._segments import inside, next_down, next_up
 
 
@@ -142,9 +143,6 @@ def run_grid(model, models, y0, args, held0, ts, solver, grid, static):
     ys, result, t_final = check_finite(ts, ys, False, "clocked")
     if cfg.throw:  # the segment loop's message: one message per cause on every clocked run
         ys = eqx.error_if(ys, result != RESULTS.successful, hybrid_message(RESULTS.nonfinite_state))
-    derived = None
-    if cfg.outputs:
-        derived = jax.vmap(lambda t, y, h: model.derived(t, y, merge_args(args, h)))(ts, ys, hs)
     stats = make_stats(
         grid.n_steps,
         grid.n_steps * solver.num_stages,
@@ -157,16 +155,7 @@ def run_grid(model, models, y0, args, held0, ts, solver, grid, static):
         if layouts[i] is not None:
             rows = jax.vmap(layouts[i].unflatten)(rows)
         clock_logs[md.name] = {"t": jnp.asarray(plan.model_times[i]), **rows}
-    return HybridSolution(
-        ts=ts,
-        ys=ys,
-        outputs=derived,
-        counts=cs,
-        stats=stats,
-        result=result,
-        t_final=t_final,
-        zs=zs,
-        held=hs,
-        clock_logs=clock_logs,
-        events=None,
-    )
+    return finish(
+        model, args, ts, ys, stats, result, t_final, outputs=cfg.outputs, counts=cs, zs=zs,
+        held=hs, clock_logs=clock_logs, derive_args=lambda h: merge_args(args, h),
+    )  # fmt: skip

@@ -12,8 +12,9 @@ import jax.tree_util as jtu
 import numpy as np
 import optimistix as optx
 
+from .._request import GRID_RTOL
 from .._results import RESULTS, promote
-from .._simulate import _GRID_RTOL, _all_finite
+from .._solution import all_finite
 from .._solvers import AbstractFixedStepSolver
 from . import _guard as guard
 from ._roots import locate
@@ -110,7 +111,7 @@ def on_grid(solver, adaptive, dt, events, disc, t0, boundaries, ts) -> bool:
     edges = np.concatenate([[t0], np.asarray(boundaries, dtype=float)])
     for times in (edges, np.asarray(ts, dtype=float), switch):
         k = (times - t0) / dt
-        if np.any(np.abs(k - np.round(k)) > _GRID_RTOL * np.maximum(1.0, np.abs(k))):
+        if np.any(np.abs(k - np.round(k)) > GRID_RTOL * np.maximum(1.0, np.abs(k))):
             return False
     return True
 
@@ -255,7 +256,7 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
     ok = (sol.result == dfx.RESULTS.successful) | at_event
     res = promote(dfx.RESULTS.where(ok, dfx.RESULTS.successful, sol.result), events=n_ev > 0)
     res = RESULTS.where(res == RESULTS.successful, guard_res, res)
-    res = RESULTS.where(_all_finite(y_end), res, RESULTS.nonfinite_state)
+    res = RESULTS.where(all_finite(y_end), res, RESULTS.nonfinite_state)
     return SegmentResult(
         y_end, t_end, mask, win_idx, win_t, jax.vmap(run.unpack)(sol.ys[0]), dtp, cst, accepted,
         tried - accepted, rhs, seg_counts, res,

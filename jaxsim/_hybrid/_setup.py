@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
-from ._driver import HybridSolution, Static, merge_args, run_hybrid
+from .._solution import Solution
+from ._driver import Static, merge_args, run_hybrid
 from ._grid import make_grid_plan, run_grid
 from ._roots import default_root_finder
 
@@ -39,7 +40,7 @@ def _solver_info(dsolver):
     return len(tab.b_sol), bool(tab.fsal)
 
 
-def simulate_hybrid(req, *, dsolver, throw, progress=None) -> HybridSolution:
+def simulate_hybrid(req, *, dsolver, throw, progress=None) -> Solution:
     """Run a segmented request (`jaxsim._request.Request`, driver "hybrid"): on the fixed-grid
     stepper when `req.grid`, else the segment loop with `dsolver` (the diffrax form of the
     solver). `throw`: in-program checks (False when `simulate` checks the result on the host)."""
