@@ -127,3 +127,24 @@ def _json_default(x):
     except ImportError:
         pass
     return str(x)
+
+
+def main(name, title, run, to_markdown, argv=None, *, options=(), quick=None) -> int:
+    """The benchmark scripts' one `main`: parse the command line (`--quick` with help `quick`
+    when given, then `options`: `(flags, add_argument keywords)` pairs), time `run(args)` (the
+    data dict), write `results/<name>.json` and `.md` (`to_markdown(data)`) and say where."""
+    import argparse
+    import time
+
+    parser = argparse.ArgumentParser(description=title)
+    if quick is not None:
+        parser.add_argument("--quick", action="store_true", help=quick)
+    for flags, kwargs in options:
+        parser.add_argument(*((flags,) if isinstance(flags, str) else flags), **kwargs)
+    args = parser.parse_args(argv)
+    t0 = time.perf_counter()
+    data = run(args)
+    data["wall_s"] = time.perf_counter() - t0
+    pj, pm = write_results(name, data, to_markdown(data))
+    print(f"wrote {pj} and {pm} ({data['wall_s']:.0f} s)")
+    return 0

@@ -16,7 +16,7 @@ larger than `RUN_BATCH_CHUNK` also run through `jaxsim.montecarlo.run_batch` (ch
 `RUN_BATCH_CHUNK`, one worker thread per usable core: its CPU default), the way a user runs a
 Monte Carlo.
 
-Basilisk (`bsk`): the same scenario built from the dispersed spec (`benchmarks/basilisk_scenarios.py`,
+Basilisk (`bsk`): the same scenario built from the dispersed spec (`tests/reference/basilisk_scenarios.py`,
 RK4, no recorders), one simulation per member as Basilisk has no batch mode:
 
 - serial: a few members in this process (after a warm-up member); `ExecuteSimulation()` time and
@@ -41,7 +41,6 @@ Run: `python -m benchmarks.bench_batch [--horizon 60] [--sizes 1 64 1024]` (writ
 
 from __future__ import annotations
 
-import argparse
 import copy
 import sys
 import time
@@ -52,7 +51,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # also runnable as a script
 
-from benchmarks import _common as cm, basilisk_scenarios as bs  # noqa: E402
+from benchmarks import _common as cm
+from tests.reference import basilisk_scenarios as bs  # noqa: E402
 
 
 NAME = "batch"
@@ -394,22 +394,20 @@ def to_markdown(data: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=TITLE)
-    p.add_argument("--horizon", type=float, default=HORIZON, help="propagated time per member [s]")
-    p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="batch sizes")
-    p.add_argument("--bsk-serial", type=int, default=BSK_SERIAL, help="Basilisk serial members")
-    p.add_argument("--bsk-parallel", type=int, default=BSK_PARALLEL, help="2-process members")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true", help="horizon 20 s (overrides --horizon)")
-    a = p.parse_args(argv)
-    if a.quick:
-        a.horizon = 20.0
-    t0 = time.perf_counter()
-    data = run(a.horizon, tuple(a.sizes), a.bsk_serial, a.bsk_parallel, a.seed)
-    data["wall_s"] = time.perf_counter() - t0
-    pj, pm = cm.write_results(NAME, data, to_markdown(data))
-    print(f"wrote {pj} and {pm} ({data['wall_s']:.0f} s)")
-    return 0
+    options = [
+        ("--horizon", dict(type=float, default=HORIZON, help="propagated time per member [s]")),
+        ("--sizes", dict(type=int, nargs="+", default=list(SIZES), help="batch sizes")),
+        ("--bsk-serial", dict(type=int, default=BSK_SERIAL, help="Basilisk serial members")),
+        ("--bsk-parallel", dict(type=int, default=BSK_PARALLEL, help="2-process members")),
+        ("--seed", dict(type=int, default=0)),
+    ]
+
+    def run_args(a):
+        horizon = 20.0 if a.quick else a.horizon
+        return run(horizon, tuple(a.sizes), a.bsk_serial, a.bsk_parallel, a.seed)
+
+    quick = "horizon 20 s (overrides --horizon)"
+    return cm.main(NAME, TITLE, run_args, to_markdown, argv, quick=quick, options=options)
 
 
 if __name__ == "__main__":

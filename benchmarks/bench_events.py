@@ -34,7 +34,6 @@ Run: `python -m benchmarks.bench_events [--quick]` (`--quick`: no `+ max_step` r
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -537,15 +536,14 @@ def to_markdown(data: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=TITLE)
-    p.add_argument("--quick", action="store_true", help="skip the `+ max_step` rows")
-    a = p.parse_args(argv)
-    t0 = time.perf_counter()
-    data = run(quick=a.quick)
-    data["wall_s"] = time.perf_counter() - t0
-    pj, pm = cm.write_results(NAME, data, to_markdown(data))
-    print(f"wrote {pj} and {pm} ({data['wall_s']:.0f} s)")
-    return 0
+    return cm.main(
+        NAME,
+        TITLE,
+        lambda a: run(quick=a.quick),
+        to_markdown,
+        argv,
+        quick="skip the `+ max_step` rows",
+    )
 
 
 if __name__ == "__main__":

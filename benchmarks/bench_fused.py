@@ -7,7 +7,7 @@ Rows (the figures of issue #19; each reuses the benchmark that measures it in de
   None))` (model and state as arguments, nothing constant-folded; jaxsim's compile options), counted
   in every computation that runs as a kernel sequence (entry, loop bodies, branches), not inside
   fusions or reducers. Also reported: one RK4 step of the same model and one tick of the slew's
-  flight software (`benchmarks.basilisk_slew`, `RWAttitudeFSW.update` after `prepare()`). The
+  flight software (`tests.reference.basilisk_slew`, `RWAttitudeFSW.update` after `prepare()`). The
   check line `kernel_check: N <= MAX: ok|FAIL` is printed and recorded; `--check` turns a FAIL
   into a non-zero exit (`--max-kernels`, default the target).
 - **combined / Basilisk**: the `combined` one-orbit run with 10 s samples and derived outputs
@@ -136,8 +136,8 @@ def count_kernels(fn, *args) -> dict:
 def kernel_counts() -> dict:
     """Kernel counts of the `combined` drift, one RK4 step of it, and one slew FSW tick."""
     import jaxsim as js
-    from benchmarks import basilisk_slew as bsl
     from effectors.scenarios import combined
+    from tests.reference import basilisk_slew as bsl
 
     sc, y0, _ = combined()
     out = {
@@ -166,8 +166,8 @@ def combined_vs_basilisk(horizon: float, reps: int) -> dict:
     import jax
 
     import jaxsim as js
-    from benchmarks import basilisk_scenarios as bs
     from effectors.scenarios import combined
+    from tests.reference import basilisk_scenarios as bs
 
     if not bs.available():
         return {"skipped": "Basilisk (bsk) not importable"}
@@ -307,7 +307,8 @@ def batch_vs_basilisk(horizon: float, quick: bool, reps: int) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from benchmarks import basilisk_scenarios as bs, bench_batch as bb
+    from benchmarks import bench_batch as bb
+    from tests.reference import basilisk_scenarios as bs
 
     if not bs.available():
         return {"skipped": "Basilisk (bsk) not importable"}

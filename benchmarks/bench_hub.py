@@ -26,9 +26,7 @@ Without Basilisk (`bsk`) installed the Basilisk columns are skipped with a note.
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +34,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # also runnable as a script
 
-from benchmarks import _common as cm, basilisk_scenarios as bs  # noqa: E402
+from benchmarks import _common as cm
+from tests.reference import basilisk_scenarios as bs  # noqa: E402
 
 
 NAME = "hub"
@@ -198,15 +197,9 @@ def to_markdown(data: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=TITLE)
-    p.add_argument("--quick", action="store_true", help="only the 1 s variant")
-    a = p.parse_args(argv)
-    t0 = time.perf_counter()
-    data = run(quick=a.quick)
-    data["wall_s"] = time.perf_counter() - t0
-    pj, pm = cm.write_results(NAME, data, to_markdown(data))
-    print(f"wrote {pj} and {pm} ({data['wall_s']:.0f} s)")
-    return 0
+    return cm.main(
+        NAME, TITLE, lambda a: run(quick=a.quick), to_markdown, argv, quick="only the 1 s variant"
+    )
 
 
 if __name__ == "__main__":

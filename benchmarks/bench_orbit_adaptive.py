@@ -39,7 +39,6 @@ Run: `python -m benchmarks.bench_orbit_adaptive [--quick]` (writes
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -417,16 +416,17 @@ def to_markdown(data: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=TITLE)
-    p.add_argument("--quick", action="store_true", help="two jaxsim tolerances only")
-    p.add_argument("--sc-rtol", type=float, default=SC_RTOL, help="rtol of the Spacecraft rows")
-    a = p.parse_args(argv)
-    t0 = time.perf_counter()
-    data = run(quick=a.quick, sc_rtol=a.sc_rtol)
-    data["wall_s"] = time.perf_counter() - t0
-    pj, pm = cm.write_results(NAME, data, to_markdown(data))
-    print(f"wrote {pj} and {pm} ({data['wall_s']:.0f} s)")
-    return 0
+    return cm.main(
+        NAME,
+        TITLE,
+        lambda a: run(quick=a.quick, sc_rtol=a.sc_rtol),
+        to_markdown,
+        argv,
+        quick="two jaxsim tolerances only",
+        options=[
+            ("--sc-rtol", dict(type=float, default=SC_RTOL, help="rtol of the Spacecraft rows"))
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Benchmark: closed-loop reaction-wheel slew (RK4 + MRP feedback on a 10 Hz clock), jaxsim vs Basilisk.
 
-The model is the flight-software cross-validation scenario of `benchmarks/basilisk_slew.py` (rigid
+The model is the flight-software cross-validation scenario of `tests/reference/basilisk_slew.py` (rigid
 hub + 3 balanced reaction wheels, no gravity; flight software `mrpFeedback -> rwMotorTorque` on a
 0.1 s task; 100 s, 1 s samples), run with classical RK4 at two dynamics steps:
 
@@ -33,7 +33,6 @@ and `slew.md`). Without Basilisk (`bsk`) installed the Basilisk columns are skip
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -44,7 +43,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # also runnable as a script
 
-from benchmarks import _common as cm, basilisk_scenarios as bs, basilisk_slew as bsl  # noqa: E402
+from benchmarks import _common as cm
+from tests.reference import basilisk_scenarios as bs, basilisk_slew as bsl  # noqa: E402
 
 
 NAME = "slew"
@@ -226,16 +226,17 @@ def to_markdown(data: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=TITLE)
-    p.add_argument("--quick", action="store_true", help="only the 0.1 s case, 3 repeats")
-    p.add_argument("--repeats", type=int, default=None, help="timed repetitions (default 25)")
-    a = p.parse_args(argv)
-    t0 = time.perf_counter()
-    data = run(quick=a.quick, repeats=a.repeats)
-    data["wall_s"] = time.perf_counter() - t0
-    pj, pm = cm.write_results(NAME, data, to_markdown(data))
-    print(f"wrote {pj} and {pm} ({data['wall_s']:.0f} s)")
-    return 0
+    return cm.main(
+        NAME,
+        TITLE,
+        lambda a: run(quick=a.quick, repeats=a.repeats),
+        to_markdown,
+        argv,
+        quick="only the 0.1 s case, 3 repeats",
+        options=[
+            ("--repeats", dict(type=int, default=None, help="timed repetitions (default 25)"))
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 The spec `tests/data/combined.json` ("spec only" in the shared references) describes the benchmark model:
 hub with CoM offset + 3 balanced reaction wheels (constant motor torques) + 2 damped hinged panels +
 Earth point mass + gravity gradient + constant external torque, one orbit at 0.1 s, samples every 10 s.
-This script rebuilds it in Basilisk (`benchmarks/basilisk_scenarios.py`), checks the run against the
+This script rebuilds it in Basilisk (`tests/reference/basilisk_scenarios.py`), checks the run against the
 numbers the spec records from the original Basilisk run (`basilisk_checks`: initial values, maximum and
 final changes of the energies and momenta, MRP switches, max |sigma|), and writes the sampled outputs
 under the spec's `npz_keys` as float64 arrays (compressed npz).
@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import basilisk_scenarios as bs  # noqa: E402
+from tests.reference import basilisk_scenarios as bs  # noqa: E402
 
 
 REQUIRED_BSK = "2.12.1"

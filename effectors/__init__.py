@@ -5,7 +5,8 @@ back-substitution) and dynamic effectors (external loads), in gravity fields.
 
 Submodules imported on their own: `effectors.scenarios` (benchmark spacecraft), `effectors.plotting`
 and `effectors.animation` (spacecraft plots and drawing, on the engine's generic ones),
-`effectors.examples` (optimization examples) and `effectors.demo` (`python -m effectors.demo`).
+and `effectors.demo` (`python -m effectors.demo`); the optimization demos are the top-level
+`examples/` folder of a checkout (not installed).
 `write_vizard` / `read_vizard` (module `effectors.vizard`) export a run to Basilisk's Vizard viewer.
 `effectors.astro` (also `fx.astro`): bodies and constants, orbital elements, epochs and time scales.
 """

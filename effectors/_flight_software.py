@@ -50,7 +50,7 @@ held outputs before the first tick (`init_outputs`) by running its update on $y_
 leaves the discrete state unchanged (with `prior_time = 0` it integrates nothing and stores 0 again), so
 the driver's initial `z` stays exact. At each later tick $t_k$ the update reads $y(t_k)$ (the left
 limit, before any state change at $t_k$) and its command is held over $[t_k, t_{k+1}]$: exactly
-Basilisk's order with the dynamics task ahead of the FSW task (`benchmarks/basilisk_slew.py`).
+Basilisk's order with the dynamics task ahead of the FSW task (`tests/reference/basilisk_slew.py`).
 On the test slew this reproduces Basilisk to 4e-16 in $\boldsymbol\sigma_{B/N}$; without the $t_0$ call
 (zero torque over the first FSW period) the run is 4.7e-3 off.
 

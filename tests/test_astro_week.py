@@ -5,7 +5,7 @@ transfer-like ellipse) are built from `effectors` (EARTH's J2..J6 zonal field, S
 bodies and cannonball SRP from the DE421 ephemeris, the epoch from `fx.astro.Epoch`, the initial
 state from `fx.astro.elem2rv`) and integrated for 7 days with Dopri8. The reference is heyoka's
 Taylor integrator in extended precision with its own EGM2008 zonal model and Sun/Moon positions fitted
-to jplephem's DE421 (see `benchmarks/make_astro_week_reference.py` and `tests/data/README.md`).
+to jplephem's DE421 (see `tests/reference/make_astro_week_reference.py` and `tests/data/README.md`).
 """
 
 import json
@@ -101,7 +101,7 @@ def test_week_matches_independent_integration(name):
 def test_reference_reproduces_with_heyoka():
     """Rerun the generator's heyoka integration of the LEO (when heyoka is installed)."""
     pytest.importorskip("heyoka", reason="heyoka is in the bench extra")
-    import benchmarks.make_astro_week_reference as gen
+    import tests.reference.make_astro_week_reference as gen
 
     ref = _reference()
     spec = ref["scenarios"]["perturbed_leo"]

@@ -1,7 +1,7 @@
 """Attitude flight software (`effectors._flight_software`): MRP algebra, the MRP feedback law and the
 RW torque map against closed forms, a closed-loop RW slew under the hybrid driver (convergence and
 angular-momentum conservation), and the same slew against real Basilisk (`mrpFeedback` +
-`rwMotorTorque` on a 0.1 s FSW task, `benchmarks/basilisk_slew.py`)."""
+`rwMotorTorque` on a 0.1 s FSW task, `tests/reference/basilisk_slew.py`)."""
 
 import jax
 import jax.numpy as jnp
@@ -10,8 +10,8 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from benchmarks import basilisk_slew as bsl
 from jaxsim.kinematics import mrp_to_dcm
+from tests.reference import basilisk_slew as bsl
 
 
 # MRP subtraction vs the DCM product [BN][RN]^T: float64 round-off of O(1) expressions.

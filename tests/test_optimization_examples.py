@@ -1,4 +1,4 @@
-"""The optimization examples (`effectors.examples`): convergence, truth recovery, gradients vs central
+"""The optimization examples (`examples/`, top-level demos): convergence, truth recovery, gradients vs central
 finite differences, and construction errors. Short versions of the notebook-05 problems; one
 compiled solve per example (module-scope fixtures)."""
 
@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from effectors.examples import inertia, slew, transfer
+from examples import inertia, slew, transfer
 
 
 # Central finite differences of a smooth (RK4-discretised) map along a unit-variance random

@@ -19,7 +19,7 @@ pytest.importorskip("Basilisk")
 
 import effectors as fx
 import jaxsim as js
-from benchmarks import basilisk_scenarios as bs
+from tests.reference import basilisk_scenarios as bs
 
 
 pytestmark = pytest.mark.crossval

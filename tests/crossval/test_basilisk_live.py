@@ -1,7 +1,7 @@
 """Live cross-validation against real Basilisk (`bsk` 2.12.1, the `crossval` extra).
 
 Skipped when Basilisk is not importable. Each scenario is built in Basilisk from a spec dict
-(`benchmarks/basilisk_scenarios.py`) and in jaxsim as
+(`tests/reference/basilisk_scenarios.py`) and in jaxsim as
 `Spacecraft(hub, gravity=(PointMassGravity(mu),), dynamic_effectors=(GravityGradient(earth), ...))`,
 integrated with RK4 at the same step, and the samples are compared:
 
@@ -20,8 +20,8 @@ pytest.importorskip("Basilisk")
 
 import effectors as fx
 import jaxsim as js
-from benchmarks import basilisk_scenarios as bs
 from tests.helpers import rel_err
+from tests.reference import basilisk_scenarios as bs
 
 
 pytestmark = pytest.mark.crossval

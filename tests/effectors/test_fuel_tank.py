@@ -10,8 +10,8 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from benchmarks import basilisk_fuel_tank as bft
 from effectors._thrusters import G0
+from tests.reference import basilisk_fuel_tank as bft
 
 
 # Same formulas as Basilisk's tank models: round-off, except the emptying model's fuel-surface
@@ -205,8 +205,8 @@ HUB_KEYS = ("r_BN_N", "v_BN_N", "sigma_BN", "omega_BN_B")
 
 
 def _pulse_spec(state):
-    from benchmarks import basilisk_thrusters as bth
     from tests.effectors.test_thrusters import EDGE_COMMANDS, MIN_ON
+    from tests.reference import basilisk_thrusters as bth
 
     # The state effector's MinOnTime rule (kappa > 1e-5) is not the schedule's: no minimum there.
     min_on = [0.0, 0.0, 0.0] if state else MIN_ON
@@ -219,7 +219,7 @@ def _pulse_spec(state):
 
 
 def _pulse_run(S, sched, lag):
-    from benchmarks import basilisk_thrusters as bth
+    from tests.reference import basilisk_thrusters as bth
 
     args = (S["r_TB_B"], bth.tHat_B(S), S["max_thrust"], S["Isp"])
     if S["state"]:
@@ -278,7 +278,7 @@ def _drained(S, flows):
 @pytest.fixture(scope="module", params=[False, True], ids=["on_time", "state_effector"])
 def pulse_pair(request):
     pytest.importorskip("Basilisk")
-    from benchmarks import basilisk_thrusters as bth
+    from tests.reference import basilisk_thrusters as bth
 
     S, sched = _pulse_spec(request.param)
     ref = bth.run(**S)

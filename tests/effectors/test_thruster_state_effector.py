@@ -95,9 +95,9 @@ def test_matches_basilisk_thruster_state_effector():
     """RK4 with `basilisk_hold=True` vs live `thrusterStateEffector` (edges on step ends, half
     steps, inside steps); the continuous model differs by more (the test can fail)."""
     pytest.importorskip("Basilisk")
-    from benchmarks import basilisk_thrusters as bth
     from tests.effectors.test_thrusters import EDGE_COMMANDS
     from tests.helpers import rel_err
+    from tests.reference import basilisk_thrusters as bth
 
     S = dict(bth.SCENARIO, commands=EDGE_COMMANDS, state=True, cutoff_frequency=[2.0, 1.0, 0.5])
     ref = bth.run(**S)

@@ -186,7 +186,7 @@ MIN_ON = [0.2, 0.5, 0.0]
 
 
 def _bsk_spacecraft(throttle, S, name="thrusters", **kw):
-    from benchmarks import basilisk_thrusters as bth
+    from tests.reference import basilisk_thrusters as bth
 
     thr = fx.Thrusters(
         S["r_TB_B"], bth.tHat_B(S), S["max_thrust"], S["Isp"], throttle=throttle, name=name, **kw
@@ -209,7 +209,7 @@ def _compare(sol, ref, label):
 def test_on_time_schedule_matches_basilisk():
     """`OnTimeSchedule` on the plain RK4 path vs live `thrusterDynamicEffector` (edges, MinOnTime)."""
     pytest.importorskip("Basilisk")
-    from benchmarks import basilisk_thrusters as bth
+    from tests.reference import basilisk_thrusters as bth
 
     S = dict(bth.SCENARIO, commands=EDGE_COMMANDS, min_on_time=MIN_ON)
     ref = bth.run(**S)
@@ -235,7 +235,7 @@ def test_depletion_loads_and_swirl_match_basilisk():
     """Exhaust force/torque (`updateOnly = False`) and swirl torque on a spinning hub vs Basilisk;
     the same run without the exhaust terms is 1e-4 off in omega (the test can fail)."""
     pytest.importorskip("Basilisk")
-    from benchmarks import basilisk_thrusters as bth
+    from tests.reference import basilisk_thrusters as bth
 
     extra = {"area_nozzle": [0.01, 0.02, 0.005], "swirl_torque": [0.01, -0.02, 0.005]}
     S = dict(bth.SCENARIO, commands=EDGE_COMMANDS, min_on_time=MIN_ON, update_only=False, **extra)
@@ -259,7 +259,7 @@ def test_depletion_loads_and_swirl_match_basilisk():
 def test_on_time_fsw_matches_basilisk():
     """Flight software on a clock (`OnTimeFSW`, held outputs) vs the same Basilisk run."""
     pytest.importorskip("Basilisk")
-    from benchmarks import basilisk_thrusters as bth
+    from tests.reference import basilisk_thrusters as bth
 
     S = dict(bth.SCENARIO, commands=EDGE_COMMANDS, min_on_time=MIN_ON)
     ref = bth.run(**S)
@@ -377,7 +377,7 @@ def test_on_time_schedule_matches_basilisk_at_fine_step():
     """`OnTimeSchedule` at h = 0.01 s vs live Basilisk: windows ending on step ends, half steps and
     inside steps fire at the same stages (Basilisk's floating-point end test with its tolerance)."""
     pytest.importorskip("Basilisk")
-    from benchmarks import basilisk_thrusters as bth
+    from tests.reference import basilisk_thrusters as bth
 
     S = dict(
         bth.SCENARIO,

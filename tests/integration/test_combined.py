@@ -74,7 +74,7 @@ def test_combined_one_orbit_vs_stored_basilisk_run():
 @pytest.mark.crossval
 def test_combined_vs_live_basilisk():
     pytest.importorskip("Basilisk")
-    from benchmarks import basilisk_scenarios as bs
+    from tests.reference import basilisk_scenarios as bs
 
     spec = json.loads((DATA / "combined.json").read_text())
     out, _ = bs.run_spec(spec, duration=LIVE_DURATION)

@@ -24,7 +24,7 @@ the calls at $t=0$ and $t=\Delta t_{fsw}$ (Basilisk's `priorTime == 0` rule).
 Usage:
 
 ```python
-from benchmarks import basilisk_slew as bsl
+from tests.reference import basilisk_slew as bsl
 out = bsl.run()                       # dict of numpy arrays: t, sigma_BN, omega_BN_B, Omega, u_cmd
 out = bsl.run(duration=30.0, K=1.0)   # overrides of SCENARIO entries
 ```
@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from benchmarks.basilisk_scenarios import rk4_spacecraft
+from tests.reference.basilisk_scenarios import rk4_spacecraft
 
 
 # Basilisk's recorded time stamps are integer nanoseconds.

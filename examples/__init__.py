@@ -1,4 +1,5 @@
-"""Gradient-based optimization examples built on jaxsim (import explicitly: `effectors.examples`).
+"""Gradient-based optimization examples built on jaxsim and effectors (`examples`, at the top of
+a checkout; not installed with the package: run from the repository root, `import examples`).
 
 - `slew`: rest-to-rest reaction-wheel slew, piecewise-constant torques on the controller clock.
 - `transfer`: finite-burn orbit targeting (burn start, duration, direction) in LEO.

@@ -20,7 +20,7 @@ point-mass `gravity` block (Earth, central, at the origin).
 Usage:
 
 ```python
-from benchmarks import basilisk_scenarios as bs
+from tests.reference import basilisk_scenarios as bs
 spec = bs.load_spec("gravity_gradient")
 out, wall_s = bs.run_spec(spec)                     # sampled outputs + ExecuteSimulation wall time
 t = bs.time_spec(spec, repeats=3)                   # timings with and without recorders
@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 
-DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 
 # Basilisk's recorded time stamps are integer nanoseconds; converted as Basilisk's NANO2SEC (as in the
 # reference npz files, e.g. 240.00000000000003 s).

@@ -21,7 +21,7 @@ and 2e-12, which move a spacecraft by far less than a millimetre in a week). Not
 
 Run (needs heyoka, jplephem, de421 and astropy: the `bench` and `astro` extras), a few minutes:
 
-    python benchmarks/make_astro_week_reference.py
+    python tests/reference/make_astro_week_reference.py
 """
 
 import json
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "data" / "astro_week_heyoka.json"
 
 WEEK = 7 * 86400.0  # [s]
@@ -200,7 +200,7 @@ def main():
     from astropy.time import Time
 
     result = {
-        "generator": "benchmarks/make_astro_week_reference.py",
+        "generator": "tests/reference/make_astro_week_reference.py",
         "software": {
             "heyoka": hy.__version__,
             "jplephem": jplephem.__version__,

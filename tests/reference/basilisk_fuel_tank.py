@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.basilisk_scenarios import _col, _mat, point_mass_earth, rk4_spacecraft
+from tests.reference.basilisk_scenarios import _col, _mat, point_mass_earth, rk4_spacecraft
 
 
 # Basilisk's recorded time stamps are integer nanoseconds.

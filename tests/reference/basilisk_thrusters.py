@@ -21,7 +21,7 @@ discrete model's held output written at a clock tick does in jaxsim.
 Usage:
 
 ```python
-from benchmarks import basilisk_thrusters as bth
+from tests.reference import basilisk_thrusters as bth
 out = bth.run()                                   # dict of float64 arrays (see `run`)
 out = bth.run(state=True, commands=[(0.0, [2.0, 0.0])])
 ```
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.basilisk_scenarios import point_mass_earth, rk4_spacecraft
+from tests.reference.basilisk_scenarios import point_mass_earth, rk4_spacecraft
 
 
 _NS = 1e-9  # Basilisk's recorded time stamps are integer nanoseconds
