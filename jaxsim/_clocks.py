@@ -1,4 +1,4 @@
-r"""Clocks and discrete-time models (flight software) for the hybrid driver.
+r"""Clocks and discrete-time models (flight software) for the clocked driver.
 
 A **clock** is a static schedule of tick instants. Tick times are held as exact rationals
 (`fractions.Fraction`) so that ties between clocks are decided by integer tick index on a common

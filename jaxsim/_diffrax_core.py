@@ -17,7 +17,7 @@ class DiffraxSegments:
     """The diffrax core: `diffeqsolve` on the model's flat state with its step map after every step.
 
     Built once per run (inside the trace) and used by every diffrax path: plain adaptive runs, SDEs
-    with diffrax solvers, and the segments of the hybrid driver. The terms see the pytree state
+    with diffrax solvers, and the segments of the clocked driver. The terms see the pytree state
     (`drift(t, y, args)`, `diffusion(t, y, args)`); the solver carries one flat vector between
     steps and stages (`jaxsim._layout`); `StepMappedSolver` applies the model's `step_map` after
     each accepted step and counts its switches (`solver_state[1]`: totals, `[2]`: last step's).

@@ -1,4 +1,4 @@
-r"""Zero-crossing events for the hybrid driver (`simulate(..., events=...)`).
+r"""Zero-crossing events for the clocked driver (`simulate(..., events=...)`).
 
 An `Event` watches a scalar condition $c(t, y, \mathrm{args})$. It *fires* when $c$ crosses zero in
 its `direction` (rising: from $\le 0$ to $> 0$; falling: from $> 0$ to $\le 0$; both: any sign

@@ -35,8 +35,8 @@ def nonfinite_message(what: str) -> str:
     )
 
 
-# The hybrid (segment loop) driver's causes with their own message; other failures: `SEGMENT`.
-HYBRID_CAUSES = (
+# The clocked driver's causes with their own message; other failures: `SEGMENT`.
+CLOCKED_CAUSES = (
     RESULTS.too_many_events,
     RESULTS.nonfinite_state,
     RESULTS.max_steps_reached,
@@ -47,15 +47,15 @@ HYBRID_CAUSES = (
 SEGMENT_FAILED = "simulate: a segment solve failed; pass throw=False to inspect `Solution.result`."
 
 
-def hybrid_message(cause) -> str:
-    """The message of one of `HYBRID_CAUSES` in the hybrid driver."""
+def clocked_message(cause) -> str:
+    """The message of one of `CLOCKED_CAUSES` in the clocked driver."""
     return RESULTS[cause] + " (pass throw=False to inspect `Solution.result` and `t_final`)"
 
 
-def _hybrid(result) -> str:
-    for cause in HYBRID_CAUSES:
+def _clocked(result) -> str:
+    for cause in CLOCKED_CAUSES:
         if result == cause:
-            return hybrid_message(cause)
+            return clocked_message(cause)
     return SEGMENT_FAILED
 
 
@@ -68,7 +68,7 @@ def raise_if_failed(sol, path: str):
     """`sol`, or the error its in-program check raises when the run failed.
 
     `path`: `"diffrax"` (adaptive and diffrax-SDE runs: diffrax's message of the result code),
-    `"hybrid"` (the segment loop: `hybrid_message`), or the `what` of `nonfinite_message`
+    `"clocked"` (the clocked driver: `clocked_message`), or the `what` of `nonfinite_message`
     (fixed-step drivers, whose only failure is a non-finite state).
     """
     result = sol.result
@@ -77,8 +77,8 @@ def raise_if_failed(sol, path: str):
         return sol
     if path == "diffrax":
         message = _diffrax(result)
-    elif path == "hybrid":
-        message = _hybrid(result)
+    elif path == "clocked":
+        message = _clocked(result)
         if result == RESULTS.zeno:  # the accumulation time, read on the host
             message += f" Accumulation time: t = {float(np.asarray(sol.t_final)):.12g} s."
     else:

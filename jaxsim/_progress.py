@@ -3,7 +3,7 @@
 
 **Reports.** The compiled run reports the simulated time it has reached through
 `jax.debug.callback`, at points that cost little per step: after each sample interval and each
-checkpoint block of the fixed-grid stepper, after each segment of the hybrid segment loop, and
+checkpoint block of the fixed-grid stepper, after each segment of the clocked driver, and
 through diffrax's progress meter on the plain diffrax paths (every accepted step there). Each
 report carries a token, an array argument of the program, naming the host target of this call.
 `progress=False` (the default) adds no reports: the program has no host callbacks, so JAX's

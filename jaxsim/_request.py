@@ -1183,7 +1183,7 @@ def check_resets(events, y0, z0, args, t0) -> None:
                 )
 
 
-def _check_hybrid(r: dict, kind: SolverKind) -> dict:
+def _check_clocked(r: dict, kind: SolverKind) -> dict:
     """The checks of a segmented request (clocks, events, discontinuities, `dtmax`); returns the
     fields it sets: the tick plan, discontinuity times, initial held outputs, grid decision."""
     model, y0, args, t0, t1 = r["model"], r["y0"], r["args"], r["t0"], r["t1"]
@@ -1227,7 +1227,7 @@ class Request:
     The fields are `simulate`'s arguments, normalized (`model` and `args` with Python numbers as
     arrays, `y0` cast to the state's dtypes, `key` a key, `t0`/`t1` floats and `ts` a concrete
     array unless the times are free), plus what the checks computed: `kind` (the solver's kind and
-    the driver: "fixed", "adaptive", "sde" or "hybrid"), `seg` (steps of `dt` per sample interval
+    the driver: "fixed", "adaptive", "sde" or "clocked"), `seg` (steps of `dt` per sample interval
     on the fixed grid), `noise_dim`, and for segmented runs the tick `plan`, the discontinuity
     times `disc`, the discrete models' initial held outputs `held0` and `grid` (whether the
     fixed-grid stepper runs the segments).
@@ -1381,8 +1381,8 @@ def build_request(
             r["dt"] = check_step(name, dt)
             if kind.driver == "fixed":
                 r["seg"] = grid_segments(ts, t0, t1, r["dt"])
-        if kind.driver == "hybrid" and not free:
-            r.update(_check_hybrid(r, kind))
+        if kind.driver == "clocked" and not free:
+            r.update(_check_clocked(r, kind))
     readers = args_readers(clocks, events, t0, y0, args, r.get("held0") or {})
     check_commands(model, args, readers=readers, key=skey)
     r["args"] = args_as_traced(args)

@@ -3,7 +3,7 @@ r"""The router of `simulate`: which driver runs a request, decided once, from th
 **Two cores.** A request runs on one of two steppers:
 
 - the **fixed-grid stepper** (`jaxsim._fixed_grid.scan_grid`, and its per-segment form in the
-  hybrid driver): jaxsim's own fixed-step Runge-Kutta (`Euler`, `RK2`, `RK4`) and SDE schemes
+  clocked driver): jaxsim's own fixed-step Runge-Kutta (`Euler`, `RK2`, `RK4`) and SDE schemes
   (`EulerMaruyama`, `Heun`, `Milstein`, `SRA1`), with the step map, held inputs and
   checkpointing;
 - the **diffrax segment solver** (`diffrax.diffeqsolve` with the step map wrapped around the
@@ -55,7 +55,7 @@ class SolverKind:
     native: bool
     adaptive: bool
     stochastic: bool
-    driver: str  # "fixed", "adaptive", "sde", or "hybrid"
+    driver: str  # "fixed", "adaptive", "sde", or "clocked"
 
 
 def solver_kind(solver, *, dt, key=None, dW=None) -> SolverKind:
@@ -92,5 +92,5 @@ def route(
     if kind.stochastic:
         return dataclasses.replace(kind, driver="sde")
     if clocks or events or discontinuities or dtmax is not None:
-        return dataclasses.replace(kind, driver="hybrid")
+        return dataclasses.replace(kind, driver="clocked")
     return dataclasses.replace(kind, driver="adaptive" if kind.adaptive else "fixed")

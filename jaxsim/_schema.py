@@ -308,7 +308,7 @@ def solution_columns(d: dict, info: RunInfo | None, prefix: str, lead: int) -> l
                     name, a = _join(prefix, path), np.asarray(a)
                     dims = ["event", *trailing_dims(name, a.shape[lead + 1 :], None)]
                     cols.append((name, a, dims, {}))
-    # Further fields (a hybrid run's `zs`, `held`, `clock_logs` in batches and campaigns).
+    # Further fields (a clocked run's `zs`, `held`, `clock_logs` in batches and campaigns).
     for key in d:
         if key not in _HANDLED:
             for path, a in _flat(d[key], key):

@@ -13,8 +13,8 @@ A signal is a pure function of time. Two conventions at a discontinuity $t_i$:
   (`simulate(..., discontinuities=[model])`).
 - `Step`, `Ramp`, `PiecewiseTable`, `SquareWave`, `TriangleWave` are **right-continuous** (bdsim's
   convention). Given to `simulate(..., discontinuities=...)` their times become segment boundaries of
-  the hybrid driver, which evaluates the drift one ulp inside each segment, so both conventions give
-  the left limit before an edge and the right limit after it.
+  the clocked driver, which evaluates the drift one ulp inside each segment, so both conventions
+  give the left limit before an edge and the right limit after it.
 """
 
 from typing import ClassVar
@@ -148,8 +148,8 @@ def breakpoints_of(*items) -> tuple:
 # Sources with discontinuities at known times (bdsim STEP / RAMP / PIECEWISE / WAVEFORM).
 #
 # These are *right-continuous* at their edges (bdsim's convention: `u(T) = on` for a step): a
-# value evaluated exactly at an edge time is the post-edge value. Inside a solve, jaxsim's hybrid
-# driver (`simulate(..., discontinuities=...)`, see `jaxsim/_hybrid.py`) makes every edge a segment
+# value evaluated exactly at an edge time is the post-edge value. Inside a solve, jaxsim's clocked
+# driver (`simulate(..., discontinuities=...)`, see `jaxsim/_hybrid/`) makes every edge a segment
 # boundary and evaluates the drift at times clipped one ulp inside the open segment, so an RK
 # stage at the end of the segment before an edge sees the left limit and a stage at the start of
 # the segment after sees the right limit, whatever the signal's own convention at the edge.
@@ -222,7 +222,7 @@ class PiecewiseTable(AbstractSignal):
     r"""Right-continuous piecewise-constant table: $u = v_0$ for $t < t_1$, $v_i$ on $[t_i, t_{i+1})$.
 
     Unlike `PiecewiseConstant` (left-continuous, for the plain fixed-step driver), this follows
-    bdsim's PIECEWISE convention; inside the hybrid driver both give the same solution.
+    bdsim's PIECEWISE convention; inside the clocked driver both give the same solution.
 
     **Arguments:**
 

@@ -292,13 +292,13 @@ def _run(req, throw: bool, start) -> tuple:
         path = "diffrax" if kind.adaptive or isinstance(solver, dfx.AbstractSolver) else "SDE"
         return rep, sol, path
     is_jaxsim, adaptive = kind.native, kind.adaptive
-    if kind.driver == "hybrid":
-        from ._hybrid import simulate_hybrid
+    if kind.driver == "clocked":
+        from ._hybrid import simulate_clocked
 
         rep = start()
         dsolver = solver.to_diffrax() if is_jaxsim else solver
-        sol = guarded(rep, simulate_hybrid, req, dsolver=dsolver, throw=throw, progress=rep)
-        return rep, sol, "hybrid"
+        sol = guarded(rep, simulate_clocked, req, dsolver=dsolver, throw=throw, progress=rep)
+        return rep, sol, "clocked"
     if adaptive:
         endpoints_only = bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1)
         numbers = (_tolerance(req.rtol), _tolerance(req.atol), int(req.max_steps),

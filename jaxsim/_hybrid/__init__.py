@@ -1,4 +1,4 @@
-r"""The hybrid driver: continuous dynamics, discrete models on clocks, scheduled discontinuities,
+r"""The clocked driver: continuous dynamics, discrete models on clocks, scheduled discontinuities,
 zero-crossing events and output frames in one pure, fixed-shape computation.
 
 `simulate(model, y0, t1, clocks=..., discontinuities=..., events=..., ...)` dispatches here.
@@ -60,4 +60,4 @@ stated in `_events.py` and `_guard.py`.
 """
 
 from ._driver import merge_args as merge_args
-from ._setup import simulate_hybrid as simulate_hybrid
+from ._setup import simulate_clocked as simulate_clocked

@@ -1,4 +1,4 @@
-"""The hybrid driver's loop state, as named modules (one scan iteration = one segment)."""
+"""The clocked driver's loop state, as named modules (one scan iteration = one segment)."""
 
 from typing import Any
 

@@ -1,4 +1,5 @@
-"""The hybrid driver's loop: one `lax.scan` iteration per segment (see the package docstring)."""
+"""The clocked driver on segments: one `lax.scan` iteration per segment (see the package
+docstring)."""
 
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy as np
 from .._compile import jit as jaxsim_jit
 from .._diffrax_core import DiffraxSegments
 from .._events import EventLog
-from .._host_checks import HYBRID_CAUSES, SEGMENT_FAILED, hybrid_message
+from .._host_checks import CLOCKED_CAUSES, SEGMENT_FAILED, clocked_message
 from .._results import RESULTS
 from .._solution import finish, make_stats
 from . import _event_rules as rules, _segments as segments
@@ -337,8 +338,8 @@ def _assemble(run, c, n_total):
     # starting coordinates (dense output): bring them to the canonical form of the step map.
     by = jax.vmap(lambda t, y: model.step_map(t, y)[0])(ts, c.samples.y)
     if cfg.throw:  # in the program (under a user's trace); else on the host: `_host_checks`
-        for cause in HYBRID_CAUSES:
-            by, t_final = eqx.error_if((by, t_final), result == cause, hybrid_message(cause))
+        for cause in CLOCKED_CAUSES:
+            by, t_final = eqx.error_if((by, t_final), result == cause, clocked_message(cause))
         by, t_final = eqx.error_if((by, t_final), result != RESULTS.successful, SEGMENT_FAILED)
     tally = c.tally
     stats = make_stats(

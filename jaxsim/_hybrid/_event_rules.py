@@ -1,4 +1,4 @@
-"""Event rules of the hybrid driver: condition values, crossings reported in the wrong order,
+"""Event rules of the clocked driver: condition values, crossings reported in the wrong order,
 simultaneous firings, resets in declaration order, restart signs and level-triggered stops
 (the rules themselves are stated in `jaxsim/_events.py`)."""
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._compile import jit as jaxsim_jit
 from .._fixed_grid import scan_grid
-from .._host_checks import hybrid_message
+from .._host_checks import clocked_message
 from .._layout import StateLayout
 from .._results import RESULTS
 from .._solution import check_finite, finish, make_stats
@@ -141,8 +141,10 @@ def run_grid(model, models, y0, args, held0, ts, solver, grid, static):
         y_end = jtu.tree_map(lambda u: u[-1], ys)
         logs = tick_and_log(grid.n_steps, t0 + grid.n_steps * dt, y_end, (z_end, held_end, logs))[2]
     ys, result, t_final = check_finite(ts, ys, False, "clocked")
-    if cfg.throw:  # the segment loop's message: one message per cause on every clocked run
-        ys = eqx.error_if(ys, result != RESULTS.successful, hybrid_message(RESULTS.nonfinite_state))
+    if cfg.throw:  # the clocked driver's message: one message per cause on every clocked run
+        ys = eqx.error_if(
+            ys, result != RESULTS.successful, clocked_message(RESULTS.nonfinite_state)
+        )
     stats = make_stats(
         grid.n_steps,
         grid.n_steps * solver.num_stages,

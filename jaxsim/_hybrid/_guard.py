@@ -1,4 +1,4 @@
-r"""Crossing detection inside every step: the check grid of the hybrid driver's events.
+r"""Crossing detection inside every step: the check grid of the clocked driver's events.
 
 diffrax compares an event condition at consecutive step ends only, so two crossings within one
 step (a ball that bounces and lands again inside a step, a condition faster than the dynamics)

@@ -1,4 +1,4 @@
-"""Segment solvers of the hybrid driver: one solve from a segment start to its end (a boundary, a
+"""Segment solvers of the clocked driver: one solve from a segment start to its end (a boundary, a
 re-solve cap, or an event) through `diffrax.diffeqsolve`; and the test of whether a run can use the
 fixed-grid stepper instead (`on_grid`, `jaxsim._hybrid._grid`)."""
 

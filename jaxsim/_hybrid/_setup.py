@@ -1,4 +1,4 @@
-"""Entry of the hybrid driver: the static configuration of a checked request (clocks, events and
+"""Entry of the clocked driver: the static configuration of a checked request (clocks, events and
 discontinuities were checked, the tick plan and initial held outputs computed, by
 `jaxsim._request.build_request`)."""
 
@@ -40,8 +40,8 @@ def _solver_info(dsolver):
     return len(tab.b_sol), bool(tab.fsal)
 
 
-def simulate_hybrid(req, *, dsolver, throw, progress=None) -> Solution:
-    """Run a segmented request (`jaxsim._request.Request`, driver "hybrid"): on the fixed-grid
+def simulate_clocked(req, *, dsolver, throw, progress=None) -> Solution:
+    """Run a segmented request (`jaxsim._request.Request`, driver "clocked"): on the fixed-grid
     stepper when `req.grid`, else the segment loop with `dsolver` (the diffrax form of the
     solver). `throw`: in-program checks (False when `simulate` checks the result on the host)."""
     model, y0, args, t0, t1 = req.model, req.y0, req.args, req.t0, req.t1

@@ -13,7 +13,9 @@ an oracle that needs no knowledge of the effector's equations:
 - `check_state_refused`: `simulate` refuses an initial state with a misspelt key, naming it;
 - `check_commands_declared` / `check_commands_refused`: the commands it reads are declared
   (`init_commands()`, with units), and `simulate` refuses a misspelt key or a wrong shape by name;
-- `check_units`: every state leaf and every output entry has a unit.
+- `check_units`: every state leaf and every output entry has a unit;
+- `check_basilisk`: where Basilisk has the model, the first samples of its stored reference run
+  (`tests/data`, Basilisk 2.12.1's RK4 at the same step) are reproduced to round-off.
 
 `check_all(entry)` runs them all (the writing-an-effector guide calls it on its `Slider`).
 """
@@ -43,6 +45,11 @@ CONSERVED_RTOL = 1e-6
 CONSERVATION_T, CONSERVATION_DT = 2.0, 0.005
 # The rates from the effector's formulas vs autodiff of its mass properties: round-off.
 MASS_RATE_ATOL = 1e-12
+# Basilisk runs the same RK4 in float64: positions/velocities relative to the run's largest value,
+# attitude and rates absolute, at round-off over the first REFERENCE_SAMPLES sample intervals.
+REFERENCE_RTOL = 1e-9
+REFERENCE_ATOL = 1e-9
+REFERENCE_SAMPLES = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +65,9 @@ class Entry:
       rates of its mass properties along its state (False where a variable-mass model reports
       Basilisk's approximation instead, e.g. a fuel tank);
     - `fd_step`: the relative step of the central differences;
-    - `user_units`: its state is in the user's units (a noise state): no unit to declare.
+    - `user_units`: its state is in the user's units (a noise state): no unit to declare;
+    - `reference`: `(name, spec -> Spacecraft)`: a Basilisk reference run of `tests/data` and the
+      spacecraft built from its spec.
     """
 
     name: str
@@ -69,6 +78,7 @@ class Entry:
     mass_rates: bool = True
     fd_step: float = FD_REL_STEP
     user_units: bool = False
+    reference: tuple | None = None
 
     def __repr__(self):
         return self.name
@@ -216,6 +226,27 @@ def check_units(entry: Entry):
     assert flat <= set(units["outputs"].get(entry.effector, {})), (flat, units["outputs"])
 
 
+def check_basilisk(entry: Entry):
+    from tests.helpers import initial_state, load_reference
+
+    name, build = entry.reference
+    spec, ref = load_reference(name)
+    sc = build(spec)
+    t = spec["time"]
+    n = REFERENCE_SAMPLES
+    sol = js.simulate(sc, initial_state(sc, spec), n * t["sample_interval_s"], dt=t["step_s"],
+                      sample_dt=t["sample_interval_s"])  # fmt: skip
+    out = sol.outputs
+    for key in ("r_BN_N", "v_BN_N"):
+        want = np.asarray(ref[key][: n + 1])
+        err = np.abs(np.asarray(out[key]) - want).max() / np.abs(want).max()
+        assert err <= REFERENCE_RTOL, f"{name} {key}: {err:.3e}"
+    for key in ("sigma_BN", "omega_BN_B"):
+        want = ref[key][: n + 1]
+        np.testing.assert_allclose(out[key], want, rtol=0, atol=REFERENCE_ATOL, err_msg=key)
+    np.testing.assert_array_equal(sol.counts["mrp_switches"], ref["MRPSwitchCount"][: n + 1])
+
+
 def check_all(entry: Entry):
     """Every generic check that applies to `entry`."""
     for check in (check_jit, check_vmap, check_gradient, check_state_refused, check_units):
@@ -227,3 +258,5 @@ def check_all(entry: Entry):
         check_mass_rates(entry)
     if entry.conservative:
         check_conservation(entry)
+    if entry.reference is not None:
+        check_basilisk(entry)

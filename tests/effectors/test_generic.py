@@ -18,6 +18,11 @@ import pytest
 
 import effectors as fx
 from tests.effectors import generic as g
+from tests.effectors.test_hinged_rigid_bodies import panels_from_spec
+from tests.effectors.test_reaction_wheels import _ref_wheels
+from tests.effectors.test_spring_mass_damper import particles_from_spec
+from tests.helpers import hub_from_spec
+from tests.integration.test_basilisk_reference import build as hub_case
 
 
 HUB = dict(mass=100.0, IHubPntBc_B=np.diag([10.0, 12.0, 14.0]), r_BcB_B=[0.01, -0.02, 0.03])
@@ -82,6 +87,20 @@ def tank():
     return fx.FuelTank(model, r_TB_B=[0.1, 0.0, -0.2], thrusters="thr", name="tank")
 
 
+def _with(effector_from_spec):
+    """`spec -> Spacecraft`: the reference's hub with one state effector built from the spec."""
+    return lambda spec: fx.Spacecraft(
+        hub_from_spec(spec), state_effectors=[effector_from_spec(spec)]
+    )
+
+
+BSK_WHEELS = ("reaction_wheels", _with(lambda spec: fx.ReactionWheels(**_ref_wheels(spec))))
+BSK_PANELS = ("hinged_panels_undamped", _with(panels_from_spec))
+BSK_SLOSH = ("spring_mass_damper", _with(particles_from_spec))
+BSK_EXT = ("ext_force_torque", lambda spec: hub_case("ext_force_torque")[2])
+BSK_GG = ("gravity_gradient", lambda spec: hub_case("gravity_gradient")[2])
+
+
 def _guide_slider():
     """The `Slider` class of docs/writing_an_effector.md (its python block, run as written)."""
     guide = Path(__file__).resolve().parents[2] / "docs" / "writing_an_effector.md"
@@ -101,7 +120,7 @@ def _slider():
 E = g.Entry
 REGISTRY = [
     E("wheels_balanced", "rw", lambda: _spacecraft([wheels()]), lambda s: s.state_effectors[0].Js,
-      conservative=True),
+      conservative=True, reference=BSK_WHEELS),
     E("wheels_jitter_simple", "rw",
       lambda: _spacecraft([wheels(model="jitter_simple", U_s=1e-4, U_d=1e-5)]),
       lambda s: s.state_effectors[0].U_s),
@@ -115,7 +134,7 @@ REGISTRY = [
                                   track_work=True)]),
       lambda s: s.state_effectors[0].cViscous),
     E("panels", "panels", lambda: _spacecraft([panels()]), lambda s: s.state_effectors[0].k,
-      conservative=True),
+      conservative=True, reference=BSK_PANELS),
     E("panels_driven", "panels",
       lambda: _spacecraft([panels(c=[0.5, 0.2], thetaRef=[0.02, 0.0], motor_torque=[0.1, 0.0])]),
       lambda s: s.state_effectors[0].c),
@@ -124,7 +143,7 @@ REGISTRY = [
     E("spinners_locked", "spinners", lambda: _spacecraft([spinners(locked=[False, True])]),
       lambda s: s.state_effectors[0].mass),
     E("slosh", "slosh", lambda: _spacecraft([slosh()]), lambda s: s.state_effectors[0].k,
-      conservative=True),
+      conservative=True, reference=BSK_SLOSH),
     E("slosh_damped_orbit", "slosh", lambda: _orbit([slosh(c=[0.3, 0.1])]),
       lambda s: s.state_effectors[0].c),
     E("fuel_tank", "tank", lambda: _spacecraft([tank()], [thrusters()]),
@@ -138,10 +157,10 @@ REGISTRY = [
     E("ext_force_torque", "ext",
       lambda: _spacecraft(dynamic=[fx.ExtForceTorque(force_B=[0.1, 0.0, 0.2],
                                                      torque_B=[1e-3, -2e-3, 5e-4], name="ext")]),
-      lambda s: s.dynamic_effectors[0].torque_B),
+      lambda s: s.dynamic_effectors[0].torque_B, reference=BSK_EXT),
     E("gravity_gradient", "gg",
       lambda: _orbit(dynamic=[fx.GravityGradient(fx.PointMassGravity(fx.astro.EARTH), name="gg")]),
-      lambda s: s.dynamic_effectors[0].bodies[0].mu, fd_step=LINEAR_FD_STEP),
+      lambda s: s.dynamic_effectors[0].bodies[0].mu, fd_step=LINEAR_FD_STEP, reference=BSK_GG),
     E("drag", "drag",
       lambda: _orbit(dynamic=[fx.Drag(fx.ExponentialAtmosphere(1e-11, 6e4, R_ORBIT), 2.2,
                                       1.5, [0.1, 0.0, 0.0], name="drag")]),
@@ -167,6 +186,8 @@ REGISTRY = [
 def _applies(check, entry) -> bool:
     if check is g.check_conservation:
         return entry.conservative
+    if check is g.check_basilisk:
+        return entry.reference is not None
     if check is g.check_mass_rates:  # a state, and rates that are its mass properties' rates
         return entry.mass_rates and entry.effector in entry.build()[1]
     return True
@@ -182,13 +203,24 @@ CHECKS = (
     g.check_commands_declared,  # init_commands() and their units
     g.check_commands_refused,  # a misspelt command or a wrong shape
     g.check_units,  # every state leaf and output has a unit
+    g.check_basilisk,  # a Basilisk reference run, where one exists
 )
-CASES = [(c, e) for e in REGISTRY for c in CHECKS if _applies(c, e)]
+# The Basilisk cases compile a reference run each (10-30 s on a loaded 2-core machine); the
+# per-effector files check the same references in the default run.
+CASES = [
+    pytest.param(
+        c,
+        e,
+        id=f"{c.__name__[len('check_') :]}-{e.name}",
+        marks=[pytest.mark.slow] if c is g.check_basilisk else [],
+    )
+    for e in REGISTRY
+    for c in CHECKS
+    if _applies(c, e)
+]
 
 
-@pytest.mark.parametrize(
-    "check, entry", CASES, ids=[f"{c.__name__[len('check_') :]}-{e.name}" for c, e in CASES]
-)
+@pytest.mark.parametrize("check, entry", CASES)
 def test_generic(check, entry):
     check(entry)
 
