@@ -585,6 +585,9 @@ def check_held_commands(model, models, held0, readers, key=None) -> None:
     if spec is None:
         return
     names = {m.name for m in models}
+    # A `System` routes `args[name]` to its object `name` (`System.drift`): held outputs there are
+    # checked against that object's commands.
+    objects = {o.name: o for o in model.objects} if isinstance(model, System) else {}
     for m in models:
         declared = tuple(getattr(m, "command_addresses", ()))
         missing = [a for a in declared if a not in spec]
@@ -599,7 +602,14 @@ def check_held_commands(model, models, held0, readers, key=None) -> None:
         h = held0.get(m.name)
         if not isinstance(h, Mapping):
             continue
-        unread = [a for a in h if a not in spec and a not in names and not _read(readers, a)]
+        for address in h:
+            if address in objects and address not in spec:
+                _check_commands(objects[address], h[address], f"args[{address!r}]", frozenset())
+        unread = [
+            a
+            for a in h
+            if a not in spec and a not in names and a not in objects and not _read(readers, a)
+        ]
         if unread and reads_only:
             raise ValueError(
                 f"simulate: discrete model {m.name!r} writes held output(s) at "

@@ -512,3 +512,17 @@ def test_repeated_clocked_runs_compile_once(compilations, solver):
         js.simulate(model, model.init_state(), T1, solver=type(solver)(), clocks=[clock], **kw)
     runs = compilations.count("jit(run_hybrid)") + compilations.count("jit(run_grid)")
     assert runs == 1, compilations
+
+
+def test_held_outputs_routed_to_an_object_of_a_system_are_checked_there():
+    system = js.System([make_sc("a"), make_sc("b")])
+
+    def fsw(torque):
+        return js.DiscreteModel(
+            "ctrl", js.Clock(0.5), lambda t, y, z, a: (z, {"a": {"wheels": {torque: jnp.ones(3)}}})
+        )
+
+    with pytest.raises(ValueError, match=r"`args\['a'\]\['wheels'\]` has unknown command key"):
+        js.simulate(system, system.init_state(), 1.0, dt=0.5, clocks=[fsw("motor_torq")])
+    sol = js.simulate(system, system.init_state(), 1.0, dt=0.5, clocks=[fsw("motor_torque")])
+    assert bool(sol.ok)
