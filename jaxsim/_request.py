@@ -1345,8 +1345,11 @@ def build_request(
     check_tolerances(rtol, atol)
     key = check_key(key)
     max_steps = check_max_steps(max_steps)
-    event_tol_ = _scalar("event_tol", event_tol, "s")
-    if event_tol_ is None or not float(event_tol_) >= 0:
+    if event_tol is None:
+        raise ValueError("simulate: `event_tol` [s] must be >= 0; got None.")
+    _scalar_shape("event_tol", event_tol, "s")
+    event_tol_ = _scalar("event_tol", event_tol, "s")  # None: traced, left as given
+    if event_tol_ is not None and not float(event_tol_) >= 0:
         raise ValueError(f"simulate: `event_tol` [s] must be >= 0; got {event_tol}.")
     progress = check_progress("simulate", progress)
     if not free:
@@ -1367,7 +1370,7 @@ def build_request(
         kind=kind, args=args, key=key, rtol=rtol, atol=atol, max_steps=max_steps,
         outputs=bool(outputs), checkpoint=bool(checkpoint), throw=bool(throw), adjoint=adjoint,
         progress=progress, dW=dW, dZ=dZ, brownian=brownian, clocks=clocks, events=events,
-        discontinuities=discontinuities, max_events=max_events, event_tol=float(event_tol_),
+        discontinuities=discontinuities, max_events=max_events, event_tol=event_tol if event_tol_ is None else float(event_tol_),
         dtmax=dtmax, root_finder=root_finder, free=bool(free),
     )  # fmt: skip
     name = kind.name
