@@ -98,8 +98,12 @@ def _with_info(run):
 
         ts = kwargs.get("ts")
         end = t1 if t1 is not None or ts is None else ts[-1]  # `ts` may be traced
+        dt = kwargs.get("dt")
+        if dt is None and kwargs.get("num_steps") is not None and end is not None:
+            # The step of a `num_steps` run (recorded when the times are concrete).
+            dt = (end - kwargs.get("t0", 0.0)) / kwargs["num_steps"]
         info = run_info(
-            model, solver=kwargs.get("solver", solver_default), dt=kwargs.get("dt"),
+            model, solver=kwargs.get("solver", solver_default), dt=dt,
             rtol=kwargs.get("rtol"), atol=kwargs.get("atol"), t0=kwargs.get("t0", 0.0), t1=end,
             events=kwargs.get("events", ()),
         )  # fmt: skip

@@ -108,6 +108,7 @@ def test_num_steps_top_level_compiles_once_over_horizons(compilations):
         ref = js.simulate(model, model.init_state(), t1, dt=t1 / K, sample_dt=t1 / 4, outputs=False)
         np.testing.assert_array_equal(sol.ys["x"], ref.ys["x"])
         np.testing.assert_allclose(sol.ts, np.linspace(0.0, t1, 5), rtol=1e-15)
+        assert dict(sol.info.attrs)["dt"] == t1 / K  # the run's step, in its metadata
     free = [n for n in compilations if n == "jit(_run_fixed)"]
     # One program for the five free-time runs; the concrete `dt` runs compile one each.
     assert len(free) == 1 + len(HORIZONS), compilations
