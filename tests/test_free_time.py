@@ -128,7 +128,11 @@ def test_traced_horizon_traces_once_under_jit(kw):
     assert len(traces) == 1
 
 
-@pytest.mark.parametrize("kw", [FIXED, ADAPTIVE], ids=["RK4", "Tsit5"])
+# A diffrax solver instance runs in `diffrax.diffeqsolve` (not jaxsim's adaptive core).
+DIFFRAX = {"solver": js.Tsit5().to_diffrax(), "rtol": 1e-12, "atol": 1e-12}
+
+
+@pytest.mark.parametrize("kw", [FIXED, ADAPTIVE, DIFFRAX], ids=["RK4", "Tsit5", "diffrax-Tsit5"])
 def test_final_state_derivative_wrt_t1_is_the_drift(kw):
     d_dt1 = jax.jit(jax.jacrev(lambda t1: final(t1, **kw)))(T1)
     drift = MODEL.drift(T1, {"x": final(T1, **kw)}, None)["x"]
