@@ -91,6 +91,8 @@ class GuardInfo(eqx.Module):
     c_lo: jax.Array  # the condition at the bracket ends (a start for the root finder)
     c_hi: jax.Array
     side_end: jax.Array  # each condition's side at the end of the last step
+    c_end: jax.Array  # each condition's value and rate there (reused by the next step)
+    cd_end: jax.Array
     t0: jax.Array  # the step and its dense output (for the root finder)
     t1: jax.Array
     dense: Any
@@ -147,7 +149,9 @@ class EventGuardSolver(dfx.AbstractWrappedSolver):
         t = jnp.asarray(t0, jnp.result_type(float))
         z = jnp.zeros((), t.dtype)
         i0 = jnp.zeros((), jnp.int32)
-        info = GuardInfo(i0 + NONE, i0, t, t, z, z, jnp.zeros((n,)), t, t, dense)
+        zn = jnp.zeros((n,))
+        # t1 = NaN: the first step of a solve evaluates its start (no previous step to reuse).
+        info = GuardInfo(i0 + NONE, i0, t, t, z, z, zn, zn, zn, t, t + jnp.nan, dense)
         return inner, info
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
@@ -155,11 +159,21 @@ class EventGuardSolver(dfx.AbstractWrappedSolver):
         y1, y_error, dense, inner, result = self.solver.step(
             terms, t0, t1, y0, args, inner, made_jump
         )
+        # The previous step ended here, in the same (unmapped) coordinates: reuse its end values
+        # (a step map that changed the state, e.g. an MRP switch, evaluates them again).
+        reuse = t0 == info.t1
+        if isinstance(dense, dict) and "y1" in dense:
+            for u, v in zip(jtu.tree_leaves(y0), jtu.tree_leaves(info.dense["y1"])):
+                reuse = reuse & jnp.all(u == v)
+        else:
+            reuse = jnp.asarray(False)
         found = check_step(
             self.events,
             self.unpack,
             self.interpolation_cls,
-            *jax.lax.stop_gradient((t0, t1, dense, args, info.side_end, self.w_min)),
+            *jax.lax.stop_gradient(
+                (t0, t1, dense, args, info.side_end, self.w_min, reuse, info.c_end, info.cd_end)
+            ),
         )
         t0f, t1f = jnp.asarray(t0, float), jnp.asarray(t1, float)
         found = eqx.tree_at(lambda f: (f.t0, f.t1, f.dense), found, (t0f, t1f, dense))
@@ -169,7 +183,10 @@ class EventGuardSolver(dfx.AbstractWrappedSolver):
         return y1, y_error, dense, (inner, found), result
 
 
-def check_step(events, unpack, interpolation_cls, t0, t1, dense, args, side_prev, w_min):
+def check_step(
+    events, unpack, interpolation_cls, t0, t1, dense, args, side_prev, w_min, reuse, c_prev,
+    cd_prev,
+):  # fmt: skip
     """The check grid on one step (see the module docstring): a `GuardInfo` (dense output unset)."""
     n = len(events)
     t0, t1 = jnp.asarray(t0, float), jnp.asarray(t1, float)
@@ -206,7 +223,9 @@ def check_step(events, unpack, interpolation_cls, t0, t1, dense, args, side_prev
     def finite(c, cd):
         return jnp.all(jnp.isfinite(c) & jnp.isfinite(cd))
 
-    c_a, cd_a = values(t0)
+    # The start of a step that continues the previous one (same time, same unmapped state) is the
+    # previous step's end: its values are reused (the first step of a segment evaluates them).
+    c_a, cd_a = jax.lax.cond(reuse, lambda: (c_prev, cd_prev), lambda: values(t0))
     override = (t0 == args["t_start"]) & args["ov"]
     s_a = jnp.where(override, args["ovs"], side(c_a, cd_a, side_prev))
     tiny = jnp.maximum(w_min, 16 * jnp.abs(jnp.nextafter(t1, jnp.inf) - t1))
@@ -219,8 +238,7 @@ def check_step(events, unpack, interpolation_cls, t0, t1, dense, args, side_prev
         b = jnp.where(a + w >= t1 - tiny, t1, a + w)
         m = 0.5 * (a + b)
         h = 0.5 * (b - a)
-        c_m, cd_m = values(m)
-        c_b, cd_b = values(b)
+        (c_m, c_b), (cd_m, cd_b) = jax.vmap(values)(jnp.stack([m, b]))
         s_m = side(c_m, cd_m, _sign(cd_b - cd_a))
         s_b = side(c_b, cd_b, _sign(cd_b - cd_m))
         M = SIGMA * jnp.maximum(jnp.abs(cd_m - cd_a), jnp.abs(cd_b - cd_m)) / jnp.maximum(h, 1e-300)
@@ -295,11 +313,13 @@ def check_step(events, unpack, interpolation_cls, t0, t1, dense, args, side_prev
         "done": jnp.asarray(t1 <= t0),
     }
     st0 = jtu.tree_map(lambda u: jnp.asarray(u, jnp.result_type(u)), st0)
-    st = jax.lax.while_loop(cond, body, st0)
+    # The first interval outside the loop: most steps are certified by it (no loop iteration).
+    st1 = jtu.tree_map(lambda u, v: jnp.where(cond(st0), u, v), body(st0), st0)
+    st = jax.lax.while_loop(cond, body, st1)
     unresolved = (st["status"] == NONE) & ~st["done"]
     status = jnp.where(unresolved, UNRESOLVED, st["status"])
     lo = jnp.where(unresolved, st["a"], st["lo"])
     return GuardInfo(
         status, st["index"], lo, jnp.where(unresolved, st["a"], st["hi"]), st["c_lo"],
-        st["c_hi"], st["s"], t0, t1, dense,
+        st["c_hi"], st["s"], st["c"], st["cd"], t0, t1, dense,
     )  # fmt: skip
