@@ -5,6 +5,9 @@
     in every `jaxsim/**/*.py`, including those inside functions) and dynamically (importing every
     `jaxsim` submodule in a fresh interpreter leaves `effectors` out of `sys.modules`).
 (b) No file under `effectors/` imports a private `jaxsim._xxx` module.
+(c) The engine's modules import in one direction: no import circle (function-level imports
+    count; an internal module importing a name from the package `__init__` is a circle).
+(d) One `Solution`, built in one place: only `jaxsim/_solution.py` constructs it (`finish`).
 """
 
 import ast
@@ -122,3 +125,123 @@ def test_checks_catch_a_reintroduced_import(tmp_path, monkeypatch, source, engin
         (tmp_path / pkg / "bad.py").write_text(source, encoding="utf-8")
     assert bool(_engine_imports_of_effectors([tmp_path / "jaxsim" / "bad.py"])) == engine_offends
     assert bool(_private_engine_imports([tmp_path / "effectors" / "bad.py"])) == physics_offends
+
+
+# ----------------------------------------------------------------------------------------------
+# (c) The engine's modules import in one direction (no import circle), and (d) one Solution.
+# ----------------------------------------------------------------------------------------------
+
+
+def _module_of(path: pathlib.Path, root: pathlib.Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(folder: pathlib.Path, root: pathlib.Path) -> dict:
+    """`{module: {modules of the package it imports}}` (function-level imports too). `from pkg
+    import name` is an edge to `pkg.name` when that is a module, else to `pkg`: an internal module
+    taking a name from the package `__init__` closes a circle through everything it re-exports."""
+    modules = {_module_of(p, root): p for p in _files(folder)}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    parts = parts[: len(parts) - (node.level - 1)]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                targets += [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                    for a in node.names
+                ]
+        edges = set()
+        for module in targets:
+            while module and module not in modules:
+                module = module.rpartition(".")[0]
+            if module and module != name:
+                edges.add(module)
+        graph[name] = edges
+    return graph
+
+
+def _circles(graph: dict) -> list:
+    """The strongly connected sets of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_engine_has_no_import_circle():
+    circles = _circles(_import_graph(ENGINE, ROOT))
+    assert not circles, "import circles in jaxsim/:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_circle_check_catches_a_climb_back(tmp_path):
+    """A driver importing a name back from the entrance, or a module importing from the package
+    `__init__`, is a circle (so the test above can fail)."""
+    pkg = tmp_path / "jaxsim"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from ._simulate import simulate\n", encoding="utf-8")
+    (pkg / "_simulate.py").write_text("from ._sde import run\n", encoding="utf-8")
+    (pkg / "_sde.py").write_text(
+        "def run():\n    from ._simulate import helper\n", encoding="utf-8"
+    )
+    (pkg / "_schema.py").write_text("from . import __version__\n", encoding="utf-8")
+    circles = _circles(_import_graph(pkg, tmp_path))
+    assert circles == [["jaxsim._sde", "jaxsim._simulate"]]
+    (pkg / "_simulate.py").write_text("from ._sde import run\nfrom . import _schema\n", "utf-8")
+    (pkg / "__init__.py").write_text("from ._simulate import simulate\nfrom . import _schema\n")
+    circles = _circles(_import_graph(pkg, tmp_path))
+    assert any({"jaxsim", "jaxsim._schema"} <= set(c) for c in circles), circles
+
+
+def _constructs_solution(path: pathlib.Path) -> list:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", getattr(node.func, "attr", None))
+        in ("Solution", "HybridSolution")
+    ]
+
+
+def test_one_solution_built_in_one_place():
+    """Every driver program ends in `jaxsim._solution.finish`: no other engine module builds a
+    `Solution` itself (one class, one result tail)."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in _files(ENGINE)
+        if path.name != "_solution.py"
+        for line in _constructs_solution(path)
+    ]
+    assert not offenders, "Solution built outside jaxsim/_solution.py:\n" + "\n".join(offenders)
