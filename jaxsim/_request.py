@@ -1238,7 +1238,8 @@ class Request:
     arrays, `y0` cast to the state's dtypes, `key` a key, `t0`/`t1` floats and `ts` a concrete
     array unless the times are free), plus what the checks computed: `kind` (the solver's kind and
     the driver: "fixed", "adaptive", "sde" or "clocked"), `seg` (steps of `dt` per sample interval
-    on the fixed grid), `noise_dim`, and for segmented runs the tick `plan`, the discontinuity
+    on the fixed grid), `noise_dim`, `horizon` for free times (`jaxsim._free_time.plan`), and for
+    segmented runs the tick `plan`, the discontinuity
     times `disc`, the discrete models' initial held outputs `held0` and `grid` (whether the
     fixed-grid stepper runs the segments).
     """
@@ -1279,6 +1280,7 @@ class Request:
     disc: tuple = ()
     held0: Any = None
     grid: bool = False
+    horizon: Any = None
 
     def replace(self, **changes) -> "Request":
         """This request with `changes` (e.g. the initial state guarded by in-program checks)."""
@@ -1315,22 +1317,29 @@ def build_request(
     root_finder=None,
     adjoint=None,
     progress=False,
-    free=False,
     num_steps=None,
+    num_samples=None,
 ) -> Request:
     """Every check of `simulate`'s arguments, once, in argument order; the checked `Request`.
 
-    `free`: the times are run-time inputs (traced `t0`/`t1`/`ts`, or `num_steps`): their concrete
-    values are checked here, the sample grid is left to the free-time planner (`ts` stays as
-    given, `seg` None). `num_steps` gives a step as `dt` does (for the solver's kind: a diffrax
-    solver then runs fixed-step).
+    Free times (traced `t0`/`t1`/`ts`, or `num_steps`: `jaxsim._free_time`): the times are
+    run-time inputs; their concrete values are checked here and the free-time planner's
+    `horizon` (checked times, steps and samples) is in the request (`free`, `horizon`; `seg`
+    None). `num_steps` gives a step as `dt` does (for the solver's kind: a diffrax solver then
+    runs fixed-step); `num_samples` uniform samples in `[t0, t1]` stand for `ts`.
     """
+    from . import _free_time
     from ._progress import check_progress
 
     if not isinstance(model, AbstractDynamicObject):
         raise ValueError(
             f"simulate: `model` must be an AbstractDynamicObject; got {type(model).__name__}."
         )
+    free = _free_time.requested(t0, t1, ts, num_steps)
+    if not free and num_samples is not None:
+        if ts is not None or sample_dt is not None:
+            raise ValueError("simulate: give one of `ts`, `sample_dt`, `num_samples`.")
+        ts = _free_time.uniform_samples(t0, t1, num_samples)
     check_entries(clocks, events)
     clocks, events = tuple(clocks), tuple(events)
     discontinuities = tuple(discontinuities)
@@ -1396,6 +1405,18 @@ def build_request(
                 r["seg"] = grid_segments(ts, t0, t1, r["dt"])
         if kind.driver == "clocked" and not free:
             r.update(_check_clocked(r, kind))
+    if free:
+        horizon = _free_time.plan(
+            t0, t1, ts, sample_dt=sample_dt, num_samples=num_samples, dt=dt, num_steps=num_steps,
+            adaptive=kind.adaptive, solver_name=kind.name, stochastic=kind.driver == "sde",
+            clocks=clocks, events=events, discontinuities=discontinuities, dtmax=dtmax,
+        )  # fmt: skip
+        if progress is not False and _free_time.traced(t0, t1, ts):
+            raise ValueError(
+                "simulate: `progress` reports need concrete `t0`/`t1` [s] (the display's scale); "
+                "got traced times. Drop `progress` inside `jit`/`grad`/`vmap`."
+            )
+        r.update(horizon=horizon, t0=horizon.t0, t1=horizon.t1)
     readers = args_readers(clocks, events, t0, y0, args, r.get("held0") or {})
     check_commands(model, args, readers=readers, key=skey)
     r["args"] = args_as_traced(args)

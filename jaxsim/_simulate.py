@@ -227,19 +227,14 @@ def simulate(
     # translated into jaxsim's arguments by `_with_info` before this body runs.
     from ._progress import guarded, reporter
 
-    free = _free_time.requested(t0, t1, ts, num_steps)
-    if not free and num_samples is not None:
-        if ts is not None or sample_dt is not None:
-            raise ValueError("simulate: give one of `ts`, `sample_dt`, `num_samples`.")
-        ts = _free_time.uniform_samples(t0, t1, num_samples)
     # Every argument is checked here, once (`jaxsim._request`); the drivers check nothing.
     req = build_request(
         model, y0, t1, t0=t0, dt=dt, solver=solver, ts=ts, sample_dt=sample_dt, args=args,
         rtol=rtol, atol=atol, max_steps=max_steps, outputs=outputs, checkpoint=checkpoint,
         throw=throw, key=key, dW=dW, dZ=dZ, brownian=brownian, clocks=clocks, events=events,
         discontinuities=discontinuities, max_events=max_events, event_tol=event_tol,
-        dtmax=dtmax, root_finder=root_finder, adjoint=adjoint, progress=progress, free=free,
-        num_steps=num_steps,
+        dtmax=dtmax, root_finder=root_finder, adjoint=adjoint, progress=progress,
+        num_steps=num_steps, num_samples=num_samples,
     )  # fmt: skip
     model, y0, args, key, kind = req.model, req.y0, req.args, req.key, req.kind
     t0, t1, ts, dt, progress = req.t0, req.t1, req.ts, req.dt, req.progress
@@ -254,20 +249,9 @@ def simulate(
     checks = InProgram(model, y0)
     y0 = checks.guard(y0, throw)
 
-    if free:
-        horizon = _free_time.plan(
-            t0, t1, ts, sample_dt=sample_dt, num_samples=num_samples, dt=dt, num_steps=num_steps,
-            adaptive=kind.adaptive, solver_name=kind.name, stochastic=kind.driver == "sde",
-            clocks=clocks, events=events, discontinuities=discontinuities, dtmax=dtmax,
-        )  # fmt: skip
-        if progress is not False and _free_time.traced(t0, t1, ts):
-            raise ValueError(
-                "simulate: `progress` reports need concrete `t0`/`t1` [s] (the display's scale); "
-                "got traced times. Drop `progress` inside `jit`/`grad`/`vmap`."
-            )
-        t0, t1 = horizon.t0, horizon.t1
+    if req.free:
         rep, sol, path = _run_free(
-            model, y0, args, solver, kind, horizon, dt=dt, rtol=rtol, atol=atol,
+            model, y0, args, solver, kind, req.horizon, dt=dt, rtol=rtol, atol=atol,
             max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw,
             adjoint=adjoint, start=start,
         )  # fmt: skip
