@@ -88,3 +88,22 @@ def test_fingerprint_without_callbacks_unchanged(tmp_path):
     assert [c["names"][0] for c in manifest["fingerprint"]["callbacks"]] == [
         f"{__name__}.make_member.<locals>.host"
     ]
+
+
+def test_callback_holding_a_traced_value_is_fingerprinted(tmp_path):
+    """A callback whose default argument is a value of the member's trace counts by its shape and
+    dtype (its value changes with every member); the campaign runs and resumes."""
+
+    def member(p):
+        def host(a, scale=p["a"] * 0 + 2.0):  # a traced default: not a constant of the member
+            return np.asarray(a * 2.0)
+
+        out = jax.pure_callback(
+            host, jax.ShapeDtypeStruct((), jnp.float64), p["a"], vmap_method="sequential"
+        )
+        return {"y": out}
+
+    d = tmp_path / "c"
+    run(member, d, max_chunks=1)
+    res = run(member, d)
+    np.testing.assert_array_equal(res.outputs["y"], 2.0 * np.arange(1.0, N + 1.0))

@@ -113,7 +113,10 @@ class _Digest:
             for item in sorted(v, key=repr) if isinstance(v, frozenset) else v:
                 self.value(item, depth)
         elif isinstance(v, np.ndarray | np.generic | jax.Array):
-            self.put("array", _sha(np.asarray(_const_bytes(v))))
+            try:
+                self.put("array", _sha(np.asarray(_const_bytes(v))))
+            except (jax.errors.JAXTypeError, jax.errors.UnexpectedTracerError):  # a tracer
+                self.put("traced", tuple(v.shape), str(v.dtype))
         elif isinstance(v, types.ModuleType):
             self.put("module", v.__name__)
         elif isinstance(v, type):
