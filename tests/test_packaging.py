@@ -32,9 +32,9 @@ _SUFFIXES = {".py", ".md", ".ipynb", ".toml", ".yml", ".cff"}
 
 
 def _version_in_init() -> str:
-    text = (ROOT / "jaxsim" / "__init__.py").read_text(encoding="utf-8")
+    text = (ROOT / "jaxsim" / "_version.py").read_text(encoding="utf-8")
     found = re.findall(r'^__version__ = "([^"]+)"$', text, flags=re.MULTILINE)
-    assert len(found) == 1, f"jaxsim/__init__.py must set __version__ once; found {found}"
+    assert len(found) == 1, f"jaxsim/_version.py must set __version__ once; found {found}"
     return found[0]
 
 
@@ -44,7 +44,7 @@ def test_distribution_name_and_single_version():
     project = PYPROJECT["project"]
     assert project["name"] == DIST
     assert "version" not in project and "version" in project["dynamic"]
-    assert PYPROJECT["tool"]["hatch"]["version"]["path"] == "jaxsim/__init__.py"
+    assert PYPROJECT["tool"]["hatch"]["version"]["path"] == "jaxsim/_version.py"
     import jaxsim
 
     assert jaxsim.__version__ == _version_in_init()
