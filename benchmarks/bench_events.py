@@ -1,4 +1,4 @@
-"""Benchmark: RHS evaluations and accuracy of the hybrid driver on the seven bdsim cases, vs bdsim.
+"""Benchmark: RHS evaluations and accuracy of the clocked driver on the seven bdsim cases, vs bdsim.
 
 The cases are the bdsim 1.4.0 reference runs in `tests/data/bdsim/` (spec `.json`: parameters,
 solver settings and what bdsim measured, including its RHS count `rhs_evals_counted`; `.npz`: its
@@ -8,7 +8,7 @@ equations, same jaxsim calls), so the benchmark needs no pytest.
 For every case jaxsim runs with `Tsit5` at bdsim's tolerances (rtol 1e-3, atol 1e-6; scipy RK45
 in bdsim), once without a maximum step (`bdsim tol`: jaxsim declares scheduled discontinuities as
 segment boundaries, so it needs none; `step_response` also passes its step as a discontinuity, which
-routes it through the hybrid driver) and once with bdsim's `max_step` as `dtmax` (`+ max_step`);
+routes it through the clocked driver) and once with bdsim's `max_step` as `dtmax` (`+ max_step`);
 where bdsim also recorded a tight-tolerance run (`step_response`, `zero_crossing`), jaxsim runs at
 those tolerances too (`tight`). RHS evaluations: jaxsim's `stats["num_rhs"]` (counts every drift
 call, see `tests/test_bdsim_cases.py::test_rhs_count_is_true`), bdsim's `rhs_evals_counted`.
@@ -52,7 +52,7 @@ NAME = "events"
 TITLE = "Events and clocks: RHS evaluations on the seven bdsim cases, jaxsim vs bdsim 1.4.0"
 DATA = cm.ROOT / "tests" / "data" / "bdsim"
 # jaxsim tolerance sweep for the equal-accuracy rows; atol/rtol = 1e-3 as in bdsim's runs
-# (rtol 1e-3, atol 1e-6). rtol and atol are dynamic in the hybrid driver (no recompilation).
+# (rtol 1e-3, atol 1e-6). rtol and atol are dynamic in the clocked driver (no recompilation).
 SWEEP_RTOLS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12)
 SWEEP_ATOL_OVER_RTOL = 1e-3
 # Errors below this count as equal: every compared quantity is O(0.1 - 25), so 1e-14 absolute is a
@@ -196,7 +196,7 @@ def case_rows(case, max_step_row: bool = True) -> tuple[list, list]:
         rows.append(
             _row(case, "+ max_step", rtol, atol, max_step, *run(rtol, atol, max_step), "bdsim tol")
         )
-    # Tolerance sweep (rtol/atol are dynamic in the hybrid driver: one compilation).
+    # Tolerance sweep (rtol/atol are dynamic in the clocked driver: one compilation).
     sweep = [(r, *run(r, r * SWEEP_ATOL_OVER_RTOL, None)) for r in SWEEP_RTOLS]
 
     def equal_accuracy(bd_key):

@@ -1,6 +1,6 @@
 r"""Attitude flight software: navigation, attitude error, MRP feedback control and the RW torque map
 (Basilisk `simpleNav`, `inertial3D` + `attTrackingError`, `mrpFeedback`, `rwMotorTorque`), and a
-discrete model that chains them on a clock of the hybrid driver.
+discrete model that chains them on a clock (run by jaxsim's clocked driver).
 
 The pieces are pure equinox modules (parameters as leaves: vmappable and differentiable):
 
@@ -44,7 +44,7 @@ $$\mathbf u_s = [CG_s]^T\big([CG_s][CG_s]^T\big)^{-1}\mathbf L_C$$
 control axes). Unavailable wheels get 0; with fewer available wheels than control axes all get 0.
 
 **Tick at t0 (Basilisk's first FSW call).** Basilisk's task scheduler calls the flight software at
-$t = 0$ with the initial state, and its command is applied over $[0, \Delta t_{fsw}]$; the hybrid driver's
+$t = 0$ with the initial state, and its command is applied over $[0, \Delta t_{fsw}]$; the clocked driver's
 clocks tick strictly after `t0`. `RWAttitudeFSW(tick_at_t0=True)` (default) therefore supplies its
 held outputs before the first tick (`init_outputs`) by running its update on $y_0$ at $t = 0$. That call
 leaves the discrete state unchanged (with `prior_time = 0` it integrates nothing and stores 0 again), so
@@ -435,7 +435,7 @@ class RWMotorTorque(eqx.Module):
 
 class RWAttitudeFSW(AbstractDiscreteModel):
     r"""Reaction-wheel attitude flight software on a clock: navigation -> attitude error -> MRP
-    feedback -> RW torque map, as one discrete model of the hybrid driver.
+    feedback -> RW torque map, as one discrete model of the clocked driver.
 
     **Arguments:**
 

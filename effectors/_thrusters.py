@@ -146,7 +146,7 @@ class OnTimeSchedule(AbstractSignal):
 
     **Assumptions and limitations:** before $t_1$ all thrusters are off. Evaluated at raw stage
     times (not the step midpoint): on the fixed-step path with command times and window ends on
-    the step grid it reproduces Basilisk's per-stage rule; as segment boundaries of the hybrid
+    the step grid it reproduces Basilisk's per-stage rule; as segment boundaries of the clocked
     driver, an end is seen at its left limit before it and off after it (the exact piecewise
     solution, without Basilisk's first-stage sample of a window ending on a step end).
     """
@@ -305,7 +305,7 @@ class Thrusters(AbstractDynamicEffector):
     - `Isp`: specific impulse [s] > 0, shape `(n,)`.
     - `throttle`: default `None` (0); a constant in $[0,1]$ of shape `()` or `(n,)`, or a signal of
       time (e.g. `jaxsim.PiecewiseConstant` for the fixed-step driver, `jaxsim.PiecewiseTable` /
-      `jaxsim.Step` with possibly traced switch times for the hybrid driver, `OnTimeSchedule` for
+      `jaxsim.Step` with possibly traced switch times for the clocked driver, `OnTimeSchedule` for
       Basilisk on-time commands) returning a value of shape `()` or `(n,)`. Its switch times are
       the effector's `breakpoints()`.
     - `swirl_torque`: $\tau_{s}$ [N m] at full thrust (Basilisk `MaxSwirlTorque`), default 0.

@@ -33,7 +33,7 @@ on the J2 orbit, a Kepler e = 0.7 orbit and the spacecraft (`tests/test_adaptive
 **Dense output** for samples `ts`: the pair's own interpolant (diffrax's interpolation classes:
 Tsitouras's for Tsit5, Shampine's for Dopri5, the 7th-order one of Dopri8), evaluated inside the
 step that contains each sample; samples do not cut steps. Events and clocks stay on diffrax
-(`jaxsim._hybrid`).
+(`jaxsim._clocked`).
 
 **Stages.** `unrolled=True` on the solver (default for `Dopri8`) writes the stages out at trace
 time (the drift traced once per stage: the fastest step for small drifts); `unrolled=False`

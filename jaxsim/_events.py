@@ -9,7 +9,7 @@ $+1$ (True) / $-1$ (False) and located by bisection to the root finder's toleran
 **Detection inside every step.** Each condition is checked on every step's dense output, on a
 grid that halves until the condition's values and rates certify, half by half, either no zero or
 exactly one (a quadratic bound with the curvature estimated from the rates; see
-`jaxsim/_hybrid/_guard.py` for the test): two crossings inside one step (a bounce and a landing,
+`jaxsim/_clocked/_guard.py` for the test): two crossings inside one step (a bounce and a landing,
 a condition faster than the dynamics) are both found, the earliest first, with either solver
 kind, without changing the steps or the number of RHS evaluations. What can still be missed: a
 pair of crossings where the condition curves more than twice as fast as its rates at three grid
@@ -50,7 +50,7 @@ already lies on the side it fires into at `t0`, or right after the resets of an 
 condition: True for rising, False for falling), the run ends there and the event is logged at
 that time. Terminal events with direction "both" are edge-triggered only.
 
-Rules of the driver (see `jaxsim/_hybrid/`):
+Rules of the driver (see `jaxsim/_clocked/`):
 
 - **Simultaneous events.** After the solver stops at $t_e$ for one event, every other event whose
   condition has also crossed, with an estimated crossing time $c/\dot c$ within `event_tol` of

@@ -102,7 +102,7 @@ def scan_grid(
     progress=None,
 ):
     """The fixed-grid stepper: the fixed-step driver's loop, shared by the ODE, SDE and clocked
-    (`jaxsim._hybrid._grid`) paths.
+    (`jaxsim._clocked._grid`) paths.
 
     Runs `seg[k]` steps of size `dt` between consecutive samples (nested `lax.scan`: outer over sample
     intervals, inner over steps; time from the integer step index), applying `model.step_map` after

@@ -765,7 +765,7 @@ def grid_segments(ts, t0, t1, dt) -> tuple:
 
 
 def on_grid(solver, adaptive, dt, events, disc, t0, boundaries, ts) -> bool:
-    """Whether a segmented run can use the fixed-grid stepper (`jaxsim._hybrid._grid`).
+    """Whether a segmented run can use the fixed-grid stepper (`jaxsim._clocked._grid`).
 
     A jaxsim fixed-step solver, no events (they need dense output), and every clock tick, sample
     time and discontinuity time concrete and on the global grid `t0 + k dt` (a traced or off-grid
@@ -1091,7 +1091,7 @@ def check_discontinuities(model, discontinuities, t0, t1) -> tuple:
     """Discontinuity times (scalars, possibly traced): the model's breakpoints plus `discontinuities`.
 
     An entry may be a signal, a time or 1-D array of times [s], or the model itself (its
-    breakpoints are always boundaries; naming it asks for the segment loop, e.g. so that a traced
+    breakpoints are always boundaries; naming it asks for the clocked driver, e.g. so that a traced
     burn start splits a fixed step and is differentiable). Concrete times must be finite.
     """
     items = list(model.breakpoints())

@@ -6,7 +6,7 @@
 
 - `too_many_events`: more event firings (or event re-solves) than `max_events`;
 - `event_location_failed`: the root finder could not locate an event's crossing time (or the
-  check grid of a step could not resolve a condition, see `jaxsim._hybrid._guard`);
+  check grid of a step could not resolve a condition, see `jaxsim._clocked._guard`);
 - `zeno`: event times accumulate at a finite time (`t_final` is that time);
 - `event_condition_nonfinite`: an event condition evaluated to NaN/inf;
 - `nonfinite_state`: the continuous state became NaN/inf (a model or step-size problem; the

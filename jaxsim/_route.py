@@ -11,7 +11,7 @@ r"""The router of `simulate`: which driver runs a request, decided once, from th
   and every segment that needs dense output (events).
 
 Clocks, zero-crossing events and discontinuities are a loop of segments over either core
-(`jaxsim._hybrid`): fixed-step runs whose clock ticks and samples lie on the step grid, without
+(`jaxsim._clocked`): fixed-step runs whose clock ticks and samples lie on the step grid, without
 events or discontinuity times, step through their segments with the fixed-grid stepper.
 
 **The solver's kind** is a property of its class: jaxsim solvers declare `adaptive` and

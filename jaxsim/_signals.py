@@ -149,7 +149,7 @@ def breakpoints_of(*items) -> tuple:
 #
 # These are *right-continuous* at their edges (bdsim's convention: `u(T) = on` for a step): a
 # value evaluated exactly at an edge time is the post-edge value. Inside a solve, jaxsim's clocked
-# driver (`simulate(..., discontinuities=...)`, see `jaxsim/_hybrid/`) makes every edge a segment
+# driver (`simulate(..., discontinuities=...)`, see `jaxsim/_clocked/`) makes every edge a segment
 # boundary and evaluates the drift at times clipped one ulp inside the open segment, so an RK
 # stage at the end of the segment before an edge sees the left limit and a stage at the start of
 # the segment after sees the right limit, whatever the signal's own convention at the edge.

@@ -6,7 +6,7 @@ a frozen request (`jaxsim._request.build_request`), runs the request's driver (`
 The rooms it reaches, each importing only the ones after it:
 
 - drivers: plain (`jaxsim._plain`: the fixed grid, or a diffrax solver instance), SDE
-  (`jaxsim._sde`), clocked (`jaxsim._hybrid`: clocks, events, discontinuities, `dtmax`);
+  (`jaxsim._sde`), clocked (`jaxsim._clocked`: clocks, events, discontinuities, `dtmax`);
   jaxsim's adaptive pairs on the lean adaptive core (`jaxsim._adaptive_core.run`);
 - cores: the fixed-grid stepper (`jaxsim._fixed_grid`), the diffrax core
   (`jaxsim._diffrax_core`), the lean adaptive core (`jaxsim._adaptive_core`);
@@ -281,7 +281,7 @@ def _run(req, throw: bool, start) -> tuple:
         return rep, sol, path
     is_jaxsim, adaptive = kind.native, kind.adaptive
     if kind.driver == "clocked":
-        from ._hybrid import simulate_clocked
+        from ._clocked import simulate_clocked
 
         rep = start()
         dsolver = solver.to_diffrax() if is_jaxsim else solver

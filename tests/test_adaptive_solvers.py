@@ -98,7 +98,7 @@ def test_step_equals_diffrax(unrolled_cls, diffrax_cls):
 
 
 def test_num_stages_and_fsal_for_stats():
-    # `_simulate._stages` and `_hybrid._solver_info` read `tableau` to count RHS evaluations.
+    # `_simulate._stages` and `_clocked._solver_info` read `tableau` to count RHS evaluations.
     for unrolled_cls, diffrax_cls in PAIRS:
         assert unrolled_cls.tableau is diffrax_cls.tableau
         assert unrolled_cls.tableau.fsal

@@ -1,4 +1,4 @@
-"""The seven bdsim reference cases (tests/data/bdsim, bdsim 1.4.0) reproduced by the hybrid driver.
+"""The seven bdsim reference cases (tests/data/bdsim, bdsim 1.4.0) reproduced by the clocked driver.
 
 Oracles: closed-form solutions (step response, sampled PID recursion), bdsim's logged tick values,
 the analytic bouncing-ball crossings, and bdsim's own errors as the bar to beat.

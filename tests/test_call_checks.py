@@ -510,7 +510,7 @@ def test_repeated_clocked_runs_compile_once(compilations, solver):
     kw = {"dt": DT} if not solver.adaptive else {"rtol": 1e-8, "atol": 1e-8}
     for _ in range(3):
         js.simulate(model, model.init_state(), T1, solver=type(solver)(), clocks=[clock], **kw)
-    runs = compilations.count("jit(run_hybrid)") + compilations.count("jit(run_grid)")
+    runs = compilations.count("jit(run_clocked)") + compilations.count("jit(run_grid)")
     assert runs == 1, compilations
 
 

@@ -145,7 +145,7 @@ def test_fixed_step_clocked_pid_matches_exact():
     assert float(sol.held["pi"]["m"]["u"][-1]) != float(sol.clock_logs["pi"]["held"]["m"]["u"][-1])
 
 
-def test_hybrid_argument_errors():
+def test_clocked_argument_errors():
     model = Lag(js.Step(1.0))
     c = js.DiscreteModel("c", js.Clock(0.5), lambda t, y, z, a: (z, {"lag": 1.0}))
     with pytest.raises(ValueError, match="args"):
@@ -186,7 +186,7 @@ class _Prepared(js.AbstractDiscreteModel):
 @pytest.mark.parametrize("solver", [js.RK4(), js.Tsit5()], ids=["grid", "segments"])
 def test_prepare_runs_once_per_run_with_current_parameters(solver):
     """`prepare()` is what the ticks use, on both clocked paths (the fixed-step grid and the
-    segment loop), and it sees the parameters of each call: a second gain in the same compiled
+    diffrax segments), and it sees the parameters of each call: a second gain in the same compiled
     program gives the second value (no stale precomputation)."""
 
     class Plant(js.AbstractDynamicObject):

@@ -127,7 +127,7 @@ def test_traced_times_not_increasing_fail_the_run():
 # ---- switching times: d x(T) / d tau on every solver ---------------------------------------------
 
 
-SLOW = pytest.mark.slow  # the segmented (hybrid) runs compile for ~40 s each on a loaded machine
+SLOW = pytest.mark.slow  # segmented runs (clocked driver): ~40 s compile each, loaded machine
 
 
 @pytest.mark.parametrize(

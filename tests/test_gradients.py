@@ -226,7 +226,7 @@ def test_checkpointing_bounds_reverse_memory():
 
 
 # --------------------------------------------------------------------------------------------------
-# Forward mode through diffrax (adaptive and hybrid runs): `adjoint=diffrax.ForwardMode()`
+# Forward mode through diffrax (adaptive and clocked runs): `adjoint=diffrax.ForwardMode()`
 
 # jacfwd and jacrev differentiate the same discrete solve: round-off.
 MODES_RTOL = 1e-10

@@ -34,9 +34,9 @@ SLEW_EFFORT_RATIO = 0.9
 TRANSFER_MISS_TOL = 1e-3  # [m]
 TRANSFER_VEL_TOL = 1e-6  # [m/s]
 TRANSFER_BURN_TOL = 1e-5  # [s] and [rad]: recovered reference burn
-# Phase model vs hybrid driver (slow test): see the comment there.
-HYBRID_POS_TOL = 1e-3  # [m]
-HYBRID_VEL_TOL = 1e-6  # [m/s]
+# Phase model vs clocked driver (slow test): see the comment there.
+CLOCKED_POS_TOL = 1e-3  # [m]
+CLOCKED_VEL_TOL = 1e-6  # [m/s]
 
 # Inertia: the estimate minus the truth, divided by its Cramer-Rao standard error, is ~N(0, 1)
 # per entry; 5 sigma bounds a fixed-seed draw with false-alarm probability ~6e-7 per entry.
@@ -154,8 +154,8 @@ def test_transfer_validation():
 
 
 @pytest.mark.slow
-def test_transfer_phase_model_matches_hybrid_driver():
-    """The phase time transformation integrates the same physics as the hybrid driver with
+def test_transfer_phase_model_matches_clocked_driver():
+    """The phase time transformation integrates the same physics as the clocked driver with
     the burn edges as segment boundaries (both RK4, 10 s steps, edges on both grids)."""
     import effectors as fx
     import jaxsim as js
@@ -172,10 +172,10 @@ def test_transfer_phase_model_matches_hybrid_driver():
     sol = js.simulate(
         sc, problem.y0, 1200.0, dt=10.0, ts=np.array([0.0, 1200.0]), discontinuities=[sc]
     )
-    # Same steps and stage times up to the hybrid driver's 1e-12 relative step inflation
+    # Same steps and stage times up to the clocked driver's 1e-12 relative step inflation
     # (7.7 km/s x 1e-12 x 1200 s ~ 1e-5 m): bounds two decades above.
-    np.testing.assert_allclose(sol.ys["hub"]["r_BN_N"][-1], r_phase, rtol=0, atol=HYBRID_POS_TOL)
-    np.testing.assert_allclose(sol.ys["hub"]["v_BN_N"][-1], v_phase, rtol=0, atol=HYBRID_VEL_TOL)
+    np.testing.assert_allclose(sol.ys["hub"]["r_BN_N"][-1], r_phase, rtol=0, atol=CLOCKED_POS_TOL)
+    np.testing.assert_allclose(sol.ys["hub"]["v_BN_N"][-1], v_phase, rtol=0, atol=CLOCKED_VEL_TOL)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -472,7 +472,7 @@ def test_misspelt_command_address_is_refused():
 
 
 def test_misspelt_command_address_is_refused_with_events():
-    """The same misspelt address with an event given (the hybrid path) is refused alike."""
+    """The same misspelt address with an event given (the clocked path) is refused alike."""
     sc, y0 = _wheel_sc()
     ev = js.Event(lambda t, y, args: t - 0.55)
     with pytest.raises(ValueError, match="rww"):

@@ -27,7 +27,7 @@ CASES = {
     "SDE fixed": dict(solver=js.EulerMaruyama(), dt=0.01, sample_dt=1.0, key=0),
     "SDE diffrax": dict(solver=js.ShARK(), dt=0.05, rtol=1e-3, atol=1e-3, key=0),
     "clocks on the grid": dict(dt=0.01, sample_dt=2.0, clocks=(noop_clock(0.5),)),
-    "clocks, segment loop": dict(solver=js.Tsit5(), rtol=1e-8, atol=1e-10,
+    "clocks, clocked driver": dict(solver=js.Tsit5(), rtol=1e-8, atol=1e-10,
                                  clocks=(noop_clock(2.5),)),
 }  # fmt: skip
 

@@ -1,5 +1,5 @@
 """How runs end: level-triggered stops, truthful failures (result codes, t_final, marked samples,
-errors with throw=True) and the checks of event resets, on the segment loop (hybrid driver)."""
+errors with throw=True) and the checks of event resets, on the clocked driver."""
 
 import equinox as eqx
 import jax

@@ -279,7 +279,7 @@ def test_adaptive_settings_and_flight_software_round_trip(tmp_path):
     assert setup.settings["t1"] == 0.3 and setup.settings["atol"] == 1e-9
 
 
-@pytest.mark.slow  # compiles the hybrid driver twice (about 25 s on 2 busy cores)
+@pytest.mark.slow  # compiles the clocked driver twice (about 25 s on 2 busy cores)
 def test_flight_software_setup_runs_equal(tmp_path):
     sc = _small_spacecraft()
     fsw = fx.RWAttitudeFSW(

@@ -40,7 +40,7 @@ SAME = [
      dict(dt=0.5, ts=[1.0, 2.0, 3.0, 4.0])),
     ("PIDController", 0.0, dict(**ADAPTIVE, stepsize_controller=dfx.PIDController(**TOL)),
      dict(**ADAPTIVE, **TOL)),
-    ("PIDController dtmax (hybrid)", 0.0,
+    ("PIDController dtmax (clocked)", 0.0,
      dict(**ADAPTIVE, stepsize_controller=dfx.PIDController(**TOL, dtmax=0.25)),
      dict(**ADAPTIVE, **TOL, dtmax=0.25)),
     ("ConstantStepSize", 0.0, dict(dt0=0.1, stepsize_controller=dfx.ConstantStepSize()),

@@ -99,7 +99,7 @@ Y0 = rest_state(BASE)
 
 
 def final_v_x(T_on):
-    """Final axial velocity and position for a burn from a traced `T_on` to T_OFF (hybrid RK4)."""
+    """Final axial velocity and position for a burn from a traced `T_on` to T_OFF (clocked, RK4)."""
     sc = eqx.tree_at(
         lambda s: s.dynamic_effectors[0].throttle.times, BASE, jnp.stack([T_on, T_OFF])
     )
@@ -110,7 +110,7 @@ def final_v_x(T_on):
 
 
 def test_gradient_wrt_traced_burn_start():
-    T_on = 10.3  # off the step grid: the hybrid driver splits the step at the traced edge
+    T_on = 10.3  # off the step grid: the clocked driver splits the step at the traced edge
     a = F_AXIAL / M
     v_an = a * (T_OFF - T_on)
     x_an = 0.5 * a * ((T1 - T_on) ** 2 - (T1 - T_OFF) ** 2)
@@ -321,7 +321,7 @@ def test_on_time_validation():
 
 
 # Gradient of the final state w.r.t. burn start, on-time and Isp: the on-time edges are segment
-# boundaries of the hybrid driver (traced breakpoints of `OnTimeSchedule`), so the RK4 solution is
+# boundaries of the clocked driver (traced breakpoints of `OnTimeSchedule`), so the RK4 solution is
 # smooth in them. Central differences: truncation ~(eps/scale)^2 and a round-off-level jump of
 # ~1e-11 rad/s in the final rate (measured; its FD error grows as 1/eps: 2e-4 relative at 1e-5 s)
 # balance at these steps, where the measured gap is <= 1e-6 relative; 5e-6 leaves margin.
@@ -345,7 +345,7 @@ def _final_state(p):
     return jnp.concatenate([sol.ys["hub"]["v_BN_N"][-1], sol.ys["hub"]["omega_BN_B"][-1]])
 
 
-@pytest.mark.slow  # ~40 s on 2 shared cores: the jacobian compiles the hybrid segment loop
+@pytest.mark.slow  # ~40 s on 2 shared cores: the jacobian compiles the clocked driver
 def test_gradient_wrt_burn_start_on_time_isp():
     p = jnp.asarray([0.8, 1.7, 220.0])  # start and end off the step grid
     f = jax.jit(_final_state)

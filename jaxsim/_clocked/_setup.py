@@ -9,7 +9,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from .._solution import Solution
-from ._driver import Static, merge_args, run_hybrid
+from ._driver import Static, merge_args, run_clocked
 from ._grid import make_grid_plan, run_grid
 from ._roots import default_root_finder
 
@@ -42,7 +42,7 @@ def _solver_info(dsolver):
 
 def simulate_clocked(req, *, dsolver, throw, progress=None) -> Solution:
     """Run a segmented request (`jaxsim._request.Request`, driver "clocked"): on the fixed-grid
-    stepper when `req.grid`, else the segment loop with `dsolver` (the diffrax form of the
+    stepper when `req.grid`, else the clocked driver with `dsolver` (the diffrax form of the
     solver). `throw`: in-program checks (False when `simulate` checks the result on the host)."""
     model, y0, args, t0, t1 = req.model, req.y0, req.args, req.t0, req.t1
     models, events, plan, disc = req.clocks, req.events, req.plan, req.disc
@@ -83,7 +83,7 @@ def simulate_clocked(req, *, dsolver, throw, progress=None) -> Solution:
         return run_grid(
             model, models, y0, args, held0, jnp.asarray(ts_np), req.solver, gplan, static
         )
-    return run_hybrid(
+    return run_clocked(
         model,
         models,
         events,

@@ -1,6 +1,6 @@
 """Segment solvers of the clocked driver: one solve from a segment start to its end (a boundary, a
 re-solve cap, or an event) through `diffrax.diffeqsolve`; and the test of whether a run can use the
-fixed-grid stepper instead (`on_grid`, `jaxsim._hybrid._grid`)."""
+fixed-grid stepper instead (`on_grid`, `jaxsim._clocked._grid`)."""
 
 from typing import Any
 
@@ -95,7 +95,7 @@ def next_down(x):
 
 
 def on_grid(solver, adaptive, dt, events, disc, t0, boundaries, ts) -> bool:
-    """Whether a segmented run can use the fixed-grid stepper (`jaxsim._hybrid._grid`).
+    """Whether a segmented run can use the fixed-grid stepper (`jaxsim._clocked._grid`).
 
     A jaxsim fixed-step solver, no events (they need dense output), and every clock tick, sample
     time and discontinuity time concrete and on the global grid `t0 + k dt` (a traced or off-grid

@@ -1,14 +1,14 @@
 """Clocked runs on the fixed-step grid: the fixed-grid stepper with clock ticks between steps.
 
 When a jaxsim fixed-step solver runs with clocks whose ticks (and the samples, and any concrete
-discontinuity times) all lie on the grid `t0 + k dt`, and without events, the segment loop needs
+discontinuity times) all lie on the grid `t0 + k dt`, and without events, the clocked driver needs
 no solver restarts and no dense output: the tick schedule is static, so the run is the plain
 fixed-step driver's loop (`jaxsim._fixed_grid.scan_grid`: outer scan over sample intervals, inner
 over steps) in which the clock updates due at a step's start run before the step. Every step is the plain driver's
 (`solver.step`, held inputs over the step, the step map after it), so a clocked run whose clocks
 change nothing equals the plain run bit for bit, and a tick costs only its models' updates.
 
-Semantics are those of the segment loop (`jaxsim._hybrid`): at a tick time the models due update
+Semantics are those of the clocked driver (`jaxsim._clocked`): at a tick time the models due update
 from the pre-tick state (Jacobi models together, then sequential ones in order); samples record
 left limits (pre-tick discrete states and held outputs); the clock logs hold post-tick values.
 """

@@ -106,7 +106,7 @@ def default_root_finder(events, t0, y0, args_m, root_finder):
 
 def locate(events, info, interp, unpack, args_user, root_finder):
     """`(t, result)`: the crossing of event `info.index` in the bracket `[info.lo, info.hi]` of the
-    check grid (`jaxsim._hybrid._guard`), on the step's dense output `interp`.
+    check grid (`jaxsim._clocked._guard`), on the step's dense output `interp`.
 
     The root finder starts from the secant of the bracket and stays in it; the time is
     differentiable through the dense output (implicit function theorem, as optimistix does).
