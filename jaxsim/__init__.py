@@ -33,6 +33,7 @@ from . import (  # plotting/results import matplotlib/xarray only when used
     signals as signals,
     validation as validation,
 )
+from ._adaptive_core import ForwardSensitivity as ForwardSensitivity
 from ._cache import (
     cache_dir as cache_dir,
     disable_cache as disable_cache,

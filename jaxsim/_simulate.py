@@ -203,7 +203,9 @@ def simulate(
       (diffrax's default `RecursiveCheckpointAdjoint`, reverse mode: `jax.grad`, `jax.jacrev`) or
       `diffrax.ForwardMode()` (forward mode: `jax.jvp`, `jax.jacfwd`, cheaper for a few
       parameters). The fixed-step driver is a plain `lax.scan` and supports both modes as is; there
-      `adjoint` is ignored.
+      `adjoint` is ignored. `jaxsim.ForwardSensitivity()` (jaxsim's adaptive pairs, plain runs):
+      the sensitivities are integrated with the state and their errors control the steps, so the
+      derivative is accurate to the tolerance (every mode: `jvp`, `jacfwd`, `grad`).
     - `progress`: `True` shows a `tqdm.auto` bar (the `progress` extra): "compiling", then the
       simulated time reached and simulated seconds per second; a callable `progress(t, t1)` [s]
       receives each report instead. Reports come after each sample interval and checkpoint block
@@ -238,6 +240,7 @@ def simulate(
     )  # fmt: skip
     model, y0, args, key, kind = req.model, req.y0, req.args, req.key, req.kind
     t0, t1, ts, dt, progress = req.t0, req.t1, req.ts, req.dt, req.progress
+    _adaptive_core.check_adjoint(req.adjoint, kind, y0)
     # The progress display (its "compiling" status) opens right before a driver runs.
     start = lambda: reporter(progress, t0, t1)  # noqa: E731
     # A top-level call checks `throw` on the host after the run: the program then has no host
