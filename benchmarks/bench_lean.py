@@ -18,14 +18,17 @@ Rows:
 
 1. forward run at rtol 1e-12 (time, steps, error);
 2. 6x6 state transition matrix: `jax.jacfwd` of the final state w.r.t. the initial state
-   (`adjoint=diffrax.ForwardMode()`) vs heyoka's variational equations (`var_ode_sys`, order 1) at
+   (`adjoint=diffrax.ForwardMode()`, and `adjoint=js.ForwardSensitivity()`: the sensitivities
+   integrated in the step control) vs heyoka's variational equations (`var_ode_sys`, order 1) at
    the same tolerance; accuracy: max |STM - STM_ref| / max |STM_ref| against heyoka's variational
    run at tolerance 1e-15;
 3. gradient of |r(T)|^2 w.r.t. 50 parameters (48 piecewise-constant along-track thrust
    accelerations over 30-minute windows, mu, J2; the window edges are breakpoints): reverse mode
    (`jax.grad`) and forward mode (`jax.jacfwd`, 50 tangents) over the forward run, lean vs
-   diffrax (heyoka not run for this row);
-4. compile time of the Dopri8 forward program and of its gradient program (d|r(T)|^2 / d s, s a scale of the initial position) in a
+   diffrax, and `jax.grad` with `adjoint=js.ForwardSensitivity()`; errors against the
+   sensitivity mode at rtol 1e-14 (heyoka not run for this row);
+4. compile time of the Dopri8 forward program and of its gradient programs (default adjoint;
+   `ForwardSensitivity`) (d|r(T)|^2 / d s, s a scale of the initial position) in a
    fresh process, then on a restart served by JAX's persistent compilation cache and jaxsim's
    program cache (each in its own subprocess; the caches in a temporary folder).
 
@@ -208,12 +211,12 @@ def stm_row(rounds: int) -> dict:
     r0, v0 = orbit.kepler_to_rv(*orbit.ELEMENTS)
     x0 = jnp.asarray(np.concatenate([r0, v0]))
 
-    def stm_fn(solver):
+    def stm_fn(solver, adjoint=None):
         def final(x):
             y0 = point.init_state(x[:3], x[3:])
             sol = js.simulate(
                 point, y0, T1, solver=solver, rtol=RTOL, atol=RTOL, outputs=False,
-                adjoint=dfx.ForwardMode(),
+                adjoint=adjoint or dfx.ForwardMode(),
             )  # fmt: skip
             return jnp.concatenate([sol.ys["r_BN_N"][-1], sol.ys["v_BN_N"][-1]])
 
@@ -226,8 +229,13 @@ def stm_row(rounds: int) -> dict:
             outputs=False,
         ).ys["r_BN_N"]
     )  # fmt: skip
-    for name, solver in (("lean", js.Dopri8()), ("diffrax", js.Dopri8().to_diffrax())):
-        g = stm_fn(solver)
+    paths = (
+        ("lean", js.Dopri8(), None),
+        ("lean sensitivity", js.Dopri8(), js.ForwardSensitivity()),
+        ("diffrax", js.Dopri8().to_diffrax(), None),
+    )
+    for name, solver, adjoint in paths:
+        g = stm_fn(solver, adjoint)
         t0 = time.perf_counter()
         stm = np.asarray(g(x0))
         out[name] = {"first_call_s": time.perf_counter() - t0, "stm": stm}
@@ -261,18 +269,21 @@ def stm_row(rounds: int) -> dict:
             "error": float(np.max(np.abs(np.asarray(tas[RTOL][0].state[6:]).reshape(6, 6) - ref))
                            / np.max(np.abs(ref))),
         }  # fmt: skip
-        for name in ("lean", "diffrax"):
+        for name, _, _ in paths:
             out[name]["error"] = float(np.max(np.abs(out[name]["stm"] - ref)) / np.max(np.abs(ref)))
     best, times = _alternate(cases, rounds)
-    for name in ("lean", "diffrax"):
+    for name, _, _ in paths:
         out[name]["run_s"] = best[name]
         out[name].pop("stm")
     out["lean_forward_s"] = best["lean forward"]
     out["lean_stm_over_forward"] = _ratio(times, "lean", "lean forward")
     out["lean_over_diffrax"] = _ratio(times, "lean", "diffrax")
+    out["sensitivity_over_forward"] = _ratio(times, "lean sensitivity", "lean forward")
+    out["sensitivity_over_jacfwd"] = _ratio(times, "lean sensitivity", "lean")
     if "heyoka" in out:
         out["heyoka"]["run_s"] = best[f"heyoka {RTOL:.0e}"]
         out["lean_over_heyoka"] = _ratio(times, "lean", f"heyoka {RTOL:.0e}")
+        out["sensitivity_over_heyoka"] = _ratio(times, "lean sensitivity", f"heyoka {RTOL:.0e}")
     return out
 
 
@@ -287,14 +298,19 @@ def gradient_row(rounds: int) -> dict:
     r0, v0 = orbit.kepler_to_rv(*orbit.ELEMENTS)
     p0 = jnp.concatenate([jnp.array([orbit.MU, orbit.J2]), jnp.full(N_WINDOWS, THRUST)])
 
-    def loss(p, solver, forward=False):
+    def loss(p, solver, forward=False, adjoint=None, rtol=RTOL):
         m = cls(p[0], p[1], p[2:])
         sol = js.simulate(
-            m, m.init_state(r0, v0), T1, solver=solver, rtol=RTOL, atol=RTOL, outputs=False,
-            adjoint=dfx.ForwardMode() if forward else None,
+            m, m.init_state(r0, v0), T1, solver=solver, rtol=rtol, atol=rtol, outputs=False,
+            adjoint=adjoint or (dfx.ForwardMode() if forward else None),
         )  # fmt: skip
         r = sol.ys["r_BN_N"][-1]
         return r @ r / orbit.R_EARTH**2
+
+    # Reference gradient: sensitivities in the step control at rtol 1e-14 (no long-double
+    # reference for this row); the error figures are relative to its largest element.
+    sens = js.ForwardSensitivity()
+    g_ref = np.asarray(jax.grad(lambda p: loss(p, js.Dopri8(), adjoint=sens, rtol=1e-14))(p0))
 
     cases, out = {}, {}
     for name, solver in (("lean", js.Dopri8()), ("diffrax", js.Dopri8().to_diffrax())):
@@ -310,7 +326,23 @@ def gradient_row(rounds: int) -> dict:
             out[name][f"{kind}_first_call_s"] = time.perf_counter() - t0
             out[name][f"{kind}_value"] = val
             cases[f"{name} {kind}"] = lambda fn=fn: fn(p0)
+    g = js.jit(jax.grad(lambda p: loss(p, js.Dopri8(), adjoint=sens)))
+    t0 = time.perf_counter()
+    g_sens = np.asarray(g(p0))
+    out["lean sensitivity"] = {
+        "reverse_first_call_s": time.perf_counter() - t0,
+        "error_vs_ref": float(np.max(np.abs(g_sens - g_ref)) / np.max(np.abs(g_ref))),
+    }
+    cases["lean sensitivity reverse"] = lambda: g(p0)
+    for name in ("lean", "diffrax"):
+        out[name]["error_vs_ref"] = float(
+            np.max(np.abs(out[name]["reverse_value"] - g_ref)) / np.max(np.abs(g_ref))
+        )
     best, times = _alternate(cases, rounds)
+    out["lean sensitivity"]["reverse_s"] = best["lean sensitivity reverse"]
+    out["lean sensitivity"]["over_forward"] = _ratio(
+        times, "lean sensitivity reverse", "lean forward"
+    )
     for name in ("lean", "diffrax"):
         for kind in ("forward", "reverse", "jacfwd"):
             out[name][f"{kind}_s"] = best[f"{name} {kind}"]
@@ -339,13 +371,15 @@ from benchmarks import bench_orbit_adaptive as orbit
 case = sys.argv[1]
 point, _ = orbit.point_models()
 r0, v0 = orbit.kepler_to_rv(*orbit.ELEMENTS)
+name = case.split(":")[0]
 solver = {"lean": js.Dopri8(), "lean looped": js.Dopri8(unrolled=False),
-          "diffrax": js.Dopri8().to_diffrax()}[case.split(":")[0]]
+          "diffrax": js.Dopri8().to_diffrax()}[name.removesuffix(" sensitivity")]
+adjoint = js.ForwardSensitivity() if name.endswith(" sensitivity") else None
 t_import = time.perf_counter() - t_start
 if case.endswith(":grad"):
     def loss(scale):
         sol = js.simulate(point, point.init_state(r0 * scale, v0), 3600.0, solver=solver,
-                          rtol=1e-12, atol=1e-12, outputs=False)
+                          rtol=1e-12, atol=1e-12, outputs=False, adjoint=adjoint)
         r = sol.ys["r_BN_N"][-1]
         return r @ r
     fn = js.jit(jax.grad(loss))
@@ -358,11 +392,18 @@ print(json.dumps({"first_call_s": time.perf_counter() - t0, "import_s": t_import
 """
 
 
-def compile_rows() -> dict:
-    """First call (trace + compile) of each program in a fresh process, then on a restart."""
-    out = {}
+COMPILE_CASES = (
+    "lean", "lean looped", "diffrax", "lean:grad", "lean looped:grad", "diffrax:grad",
+    "lean sensitivity:grad", "lean looped sensitivity:grad",
+)  # fmt: skip
+
+
+def compile_rows(cases=COMPILE_CASES, stored=None) -> dict:
+    """First call (trace + compile) of each program in a fresh process, then on a restart
+    (`cases` measured, merged into the `stored` rows)."""
+    out = dict(stored or {})
     root = str(Path(__file__).resolve().parents[1])
-    for case in ("lean", "lean looped", "diffrax", "lean:grad", "lean looped:grad", "diffrax:grad"):
+    for case in cases:
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, JAXSIM_CACHE_DIR=str(Path(tmp) / "jaxsim"))
             runs = []
@@ -376,7 +417,9 @@ def compile_rows() -> dict:
     return out
 
 
-def run(rounds: int = 5, compile_only: bool = False, only=None, inner: int = 3) -> dict:
+def run(
+    rounds: int = 5, compile_only: bool = False, only=None, inner: int = 3, compile_cases=None
+) -> dict:
     """All rows (or the rows named in `only`, merged into the stored results)."""
     global _INNER
     _INNER = inner
@@ -405,7 +448,11 @@ def run(rounds: int = 5, compile_only: bool = False, only=None, inner: int = 3) 
                     fwd[name]["over_heyoka"] = fwd[name]["run_s"] / fwd["heyoka_at_equal_error_s"]
         return fwd
 
-    rows = {"compile": compile_rows}
+    rows = {
+        "compile": lambda: compile_rows(
+            compile_cases or COMPILE_CASES, data.get("compile") if compile_cases else None
+        )
+    }
     if not compile_only:
         rows = {
             "forward": forward,
@@ -457,9 +504,12 @@ def to_markdown(data: dict) -> str:
         ]
     if "stm" in data:
         s = data["stm"]
-        lines += ["## 6x6 state transition matrix (jacfwd, ForwardMode)", "",
+        lines += ["## 6x6 state transition matrix (jacfwd)", "",
+                  "`lean`, `diffrax`: `adjoint=diffrax.ForwardMode()` (the derivative of the "
+                  "state-controlled discretisation); `lean sensitivity`: "
+                  "`adjoint=js.ForwardSensitivity()` (sensitivities in the step control).", "",
                   "| path | run [ms] | rel. error vs heyoka var. 1e-15 |", "|---|---|---|"]  # fmt: skip
-        for name in ("lean", "diffrax", "heyoka"):
+        for name in ("lean", "lean sensitivity", "diffrax", "heyoka"):
             if name in s:
                 lines.append(
                     f"| {name} | {f(s[name]['run_s'] * 1e3)} | {f(s[name].get('error'))} |"
@@ -468,7 +518,10 @@ def to_markdown(data: dict) -> str:
             "",
             f"lean STM / lean forward: {f(s['lean_stm_over_forward'])}; lean / diffrax: "
             f"{f(s['lean_over_diffrax'])}; lean / heyoka (same tolerance): "
-            f"{f(s.get('lean_over_heyoka'))}.",
+            f"{f(s.get('lean_over_heyoka'))}. lean sensitivity / lean forward: "
+            f"{f(s.get('sensitivity_over_forward'))}; / lean jacfwd: "
+            f"{f(s.get('sensitivity_over_jacfwd'))}; / heyoka (same tolerance): "
+            f"{f(s.get('sensitivity_over_heyoka'))}.",
             "",
         ]
     if "gradient50" in data:
@@ -483,6 +536,16 @@ def to_markdown(data: dict) -> str:
                 f"{f(r['reverse_over_forward'])} | {f(r['jacfwd_s'] * 1e3)} | "
                 f"{f(r['jacfwd_over_forward'])} |"
             )
+        if "lean sensitivity" in g:
+            ls = g["lean sensitivity"]
+            lines += [
+                "",
+                f"`adjoint=js.ForwardSensitivity()` (`jax.grad`; 50 sensitivities in the step "
+                f"control): {f(ls['reverse_s'] * 1e3)} ms, {f(ls['over_forward'])} x forward. "
+                "Gradient error vs the same mode at rtol 1e-14 (max rel): sensitivity "
+                f"{f(ls['error_vs_ref'])}, lean reverse {f(g['lean'].get('error_vs_ref'))}, "
+                f"diffrax reverse {f(g['diffrax'].get('error_vs_ref'))}.",
+            ]
         lines += [
             "",
             f"lean vs diffrax gradient (max rel): {f(g['lean_vs_diffrax_grad_rel'])}; lean reverse "
@@ -513,8 +576,11 @@ def main(argv=None) -> int:
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--inner", type=int, default=3, help="calls per timing (min taken)")
     parser.add_argument("--only", nargs="*", help="rows to rerun: forward stm gradient50 compile")
+    parser.add_argument(
+        "--compile-cases", nargs="*", help=f"compile programs to rerun, of {COMPILE_CASES}"
+    )
     args = parser.parse_args(argv)
-    data = run(args.rounds, args.compile_only, args.only, args.inner)
+    data = run(args.rounds, args.compile_only, args.only, args.inner, args.compile_cases)
     md = to_markdown(data)
     cm.write_results(NAME, data, md)
     print(md)
