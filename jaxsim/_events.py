@@ -11,7 +11,7 @@ grid that halves until the condition's values and rates certify, half by half, e
 exactly one (a quadratic bound with the curvature estimated from the rates; see
 `jaxsim/_clocked/_guard.py` for the test): two crossings inside one step (a bounce and a landing,
 a condition faster than the dynamics) are both found, the earliest first, with either solver
-kind, without changing the steps or the number of RHS evaluations. What can still be missed: a
+kind, without evaluating the drift again or rejecting a step. What can still be missed: a
 pair of crossings where the condition curves more than twice as fast as its rates at three grid
 points show (e.g. an oscillation aliased by the grid), crossings closer than `event_tol` [s], a
 boolean condition that switches twice between two grid points, and what the solver's dense

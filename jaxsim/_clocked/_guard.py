@@ -5,7 +5,7 @@ step (a ball that bounces and lands again inside a step, a condition faster than
 are not seen. `EventGuardSolver` wraps the segment solver and, after every step, checks each
 condition on the step's dense output with a grid that adapts to the condition itself. It needs no
 extra evaluation of the model's drift (the dense output of the step is already there) and never
-changes the steps the solver takes: the number of RHS evaluations is unchanged.
+rejects or shortens a step (the step-size control is the solver's own).
 
 **The check grid.** On the step $[t_0, t_1]$ the grid starts as $\{t_0, t_m, t_1\}$ (the midpoint)
 and every interval $[a, b]$ with midpoint $m$ is halved until, for each condition and each half
