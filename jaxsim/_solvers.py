@@ -249,12 +249,52 @@ class AbstractAdaptiveSolver(AbstractSolver):
     (same tableau, same dense output). Defaults, from those measurements: unrolled for `Dopri8`
     (1.35x per step even on the full spacecraft), diffrax's loop for `Tsit5` and `Dopri5` (on the
     full spacecraft no faster per step, 2x longer to compile).
+
+
+    **A pair of your own** is a subclass with three class attributes: `tableau`, an explicit
+    `diffrax.ButcherTableau` ($c_1 = 0$; `b_error` the difference of the two weight rows),
+    `interpolation_cls`, its dense output (e.g.
+    `diffrax.ThirdOrderHermitePolynomialInterpolation.from_k`), and `order`, the order that the
+    step-size controller uses. It then runs on the adaptive core like jaxsim's own pairs, and
+    `to_diffrax()` gives the same pair for `diffrax.diffeqsolve` (guide: "Extending jaxsim").
     """
 
     adaptive: ClassVar[bool] = True
     unrolled: bool = eqx.field(static=True, default=True)
+    tableau: ClassVar[dfx.ButcherTableau]
+    interpolation_cls: ClassVar  # pyright: ignore
+    order: ClassVar[int]
     _unrolled_cls: ClassVar[type]
     _diffrax_cls: ClassVar[type]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        tab = cls.__dict__.get("tableau")
+        if tab is None:
+            return
+        for attr in ("interpolation_cls", "order"):
+            if attr not in cls.__dict__:
+                raise TypeError(f"{cls.__name__}: a pair with a `tableau` must set `{attr}` too.")
+        order = cls.__dict__["order"]
+        if not isinstance(order, int) or isinstance(order, bool) or order < 1:
+            raise ValueError(f"{cls.__name__}: `order` must be an int >= 1; got {order!r}.")
+        if not isinstance(tab, dfx.ButcherTableau):
+            raise TypeError(
+                f"{cls.__name__}: `tableau` must be a diffrax.ButcherTableau; got "
+                f"{type(tab).__name__}."
+            )
+        body = {"tableau": tab, "interpolation_cls": cls.__dict__["interpolation_cls"]}
+        # Built once per class, so equal solvers are equal (static) arguments of a jitted driver.
+        cls._unrolled_cls = type(
+            f"Unrolled{cls.__name__}",
+            (AbstractUnrolledERK,),
+            {**body, "_order": order, "__annotations__": {}},
+        )
+        cls._diffrax_cls = type(
+            f"_Diffrax{cls.__name__}",
+            (dfx.AbstractERK,),
+            {**body, "order": lambda self, terms: order, "__annotations__": {}},
+        )
 
     def to_diffrax(self) -> dfx.AbstractSolver:
         return self._unrolled_cls() if self.unrolled else self._diffrax_cls()
