@@ -69,8 +69,8 @@ def enable_cache(path: str | os.PathLike | None = None) -> Path:
     **Arguments:**
 
     - `path`: the folder. None: the JAX cache folder already chosen by the user
-      (`jax_compilation_cache_dir`), else jaxsim's default folder (module docstring of
-      `jaxsim._cache`: `~/.cache/jaxsim/jax-<version>` on Linux).
+      (`jax_compilation_cache_dir`), else jaxsim's default folder
+      (`~/.cache/jaxsim/jax-<version>` on Linux; `jaxsim.cache_dir()` tells which).
 
     A restart then loads jaxsim's simulation programs from disk instead of compiling them (the
     first call of the demo model in a second process: `benchmarks/results/restart.md`). JAX's

@@ -441,6 +441,45 @@ def _check_update_output(m, out) -> None:
         )
 
 
+# Abstract runs of the discrete models' and events' functions (the held outputs' shapes, the keys
+# of `args` they read) depend only on the structure of their inputs: the tree structures (static
+# fields and functions included), the shapes and dtypes of the arrays and the values of the other
+# leaves. They are kept per structure, so a repeated call of `simulate` does not trace them again.
+_PROBES: dict = {}
+# Bound on the kept probe results (one entry per structure: a few hundred bytes each).
+_MAX_PROBES = 256
+
+
+def _probe_key(tag: str, *trees) -> tuple | None:
+    """A hashable key of `trees` for `_probed`: structure, array shapes and dtypes, other leaves by
+    value; None when a leaf or a static field cannot be hashed (then nothing is kept)."""
+    leaves, treedef = jtu.tree_flatten(trees)
+    parts = tuple(
+        ("array", np.shape(x), np.dtype(x.dtype).str)
+        if isinstance(x, jax.Array | np.ndarray | np.generic)
+        else x
+        for x in leaves
+    )
+    key = (tag, treedef, parts)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _probed(key: tuple | None, run):
+    """`run()` once per `key` (its result kept; exceptions are not kept)."""
+    if key is not None and key in _PROBES:
+        return _PROBES[key]
+    out = run()
+    if key is not None:
+        if len(_PROBES) >= _MAX_PROBES:
+            _PROBES.clear()
+        _PROBES[key] = out
+    return out
+
+
 def initial_held(models, y0, args, t0) -> dict:
     """Held outputs before the first tick (`init_outputs`, or zeros shaped like `update`'s
     outputs), each model's `update` checked to return `(z_next, dict)` of the right structure."""
@@ -461,8 +500,9 @@ def initial_held(models, y0, args, t0) -> dict:
                 # As the drivers tick: the model's parameter-only work done (`prepare`).
                 return m.prepare().update(jnp.asarray(t0, dtype=float), y0, m.init_state(), known)
 
+            key = _probe_key("update", m, y0, known)
             try:
-                out = jax.eval_shape(probe)
+                out = _probed(key, lambda probe=probe: jax.eval_shape(probe))
             except (KeyError, TypeError, IndexError):
                 continue  # reads outputs of models not known yet
             _check_update_output(m, out)
@@ -548,6 +588,11 @@ def args_readers(models, events, t0, y0, args, held0):
     values; `EVERY_KEY` when one of them reads `args` as a whole or cannot be run this way."""
     if not models and not events:
         return frozenset()
+    key = _probe_key("readers", tuple(models), tuple(events), y0, args, held0)
+    return _probed(key, lambda: _args_readers(models, events, t0, y0, args, held0))
+
+
+def _args_readers(models, events, t0, y0, args, held0):
     seen: set = set()
     full = merged(args, held0)
     z0 = {m.name: m.init_state() for m in models}
@@ -638,16 +683,15 @@ def check_physical(model, y0) -> None:
     """A concrete model whose physical checks fail (e.g. a hub mass set to a negative value with
     `eqx.tree_at`, a fuel load above the tank's maximum in `y0`) is refused, naming the quantities.
 
-    Traced values are left to the model: they fail the run in the program (e.g. `Spacecraft`
-    makes its derivative NaN: `nonfinite_state`)."""
+    Traced values are checked in the program: they fail the run as `invalid_model`."""
     checks = _validity(model, y0)
     bad = [k for k, v in checks.items() if is_concrete(v) and not bool(np.all(np.asarray(v)))]
     if bad:
         raise ValueError(
-            f"simulate: the model is not physical: {', '.join(bad)} out of range (mass and "
-            "inertias must be positive, inertias positive definite with principal moments "
-            "satisfying I1 + I2 >= I3, fuel within [0, max_fuel_mass]); was it changed after "
-            "construction (eqx.tree_at, a dispersion)?"
+            f"simulate: the model is not physical: {', '.join(bad)} out of range (the ranges are "
+            f"those of `{type(model).__name__}.validity(y0)`, e.g. masses and inertias positive, "
+            "fuel within [0, max]); was it changed after construction (eqx.tree_at, a "
+            "dispersion)?"
         )
 
 

@@ -328,6 +328,22 @@ def test_misspelt_address_is_refused_with_clocks_and_events_too(with_clock):
     assert bool(run_sc(args={"gain": 2.0}, clocks=[fsw]).ok)
 
 
+def _reads_other(t, y, z, a):
+    return z, {"wheels": {"motor_torque": a["other"] * jnp.zeros(3)}}
+
+
+def test_kept_probe_of_what_is_read_is_per_function():
+    """What discrete models read is found once per structure and kept (repeated calls do not trace
+    the functions again); a model of the same structure with another function is probed anew, so
+    a key the first read is not allowed for the second."""
+    first = js.DiscreteModel("ctrl", js.Clock(0.5), _reads_gain)
+    for _ in range(2):
+        assert bool(run_sc(args={"gain": 2.0}, clocks=[first]).ok)
+    second = js.DiscreteModel("ctrl", js.Clock(0.5), _reads_other)
+    with pytest.raises(ValueError, match=r"`args` has unknown address\(es\) \['gain'\]"):
+        run_sc(args={"gain": 2.0, "other": 1.0}, clocks=[second])
+
+
 def test_held_output_at_an_address_nothing_reads_is_refused():
     """Flight software writing commands to a misspelt address ("wheelz") was ignored."""
     fsw = js.DiscreteModel(

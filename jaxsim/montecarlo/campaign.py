@@ -102,7 +102,7 @@ def run_campaign(
        `chunk_size`, key, dispersions or parameters, `config`, or another *fingerprint* of the
        member function (its traced program with its constants, e.g. a changed hub mass; the host
        callbacks it calls, e.g. a `jax.pure_callback` whose Python function changed a constant,
-       by the rule of `jaxsim.montecarlo._fingerprint`; and the names, shapes and dtypes of its
+       by their code, defaults and the numbers they close over; and the names, shapes and dtypes of its
        outputs, e.g. a changed horizon); the message lists what changed. Chunk records carry the campaign's identity too, so a deleted `manifest.json`
        does not let another campaign adopt them;
     2. verifies the checksums of this process's chunks on disk: a damaged chunk is named in a
