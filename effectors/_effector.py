@@ -11,7 +11,6 @@ distinct `name`s; N units of one type live in one vectorized effector.
 """
 
 import abc
-import inspect
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -168,22 +167,6 @@ def require_fixed_rk4(effector, flag: str, solver, dt) -> None:
             f"RK4 stage sequence and runs only under the fixed-step `js.RK4()` with `dt`; got "
             f"solver {type(solver).__name__}, dt={dt!r}."
         )
-
-
-def check_state_effector(effector) -> None:
-    """Refuse, by name, a state effector whose `mass_props` has the former signature `(t, x)`
-    (now `(x, ctx)`, the time is `ctx.t`). (One without `contribute` cannot be built: it is
-    abstract.)"""
-    cls = type(effector)
-    base = AbstractStateEffector
-    if cls.mass_props is not base.mass_props:
-        params = list(inspect.signature(cls.mass_props).parameters)
-        if len(params) >= 2 and params[1] == "t":
-            raise TypeError(
-                f"{cls.__name__}.mass_props: the signature is `mass_props(self, x, ctx)` (ctx: a "
-                f"`MassContext` with the time `ctx.t`, `ctx.args` and all states `ctx.states`); "
-                f"got the former `mass_props(self, t, x)`."
-            )
 
 
 class AbstractStateEffector(AbstractEffector):

@@ -30,7 +30,6 @@ from . import _joints as joints
 from ._effector import (
     AbstractDynamicEffector,
     AbstractStateEffector,
-    check_state_effector,
     has_mass_flow,
 )
 from ._gravity import AbstractGravityBody, gravity_at, gravity_bodies
@@ -228,8 +227,6 @@ class Spacecraft(AbstractDynamicObject):
         self.dynamic_effectors = _tuple_of(
             cls, "dynamic_effectors", dynamic_effectors, AbstractDynamicEffector
         )
-        for e in self.state_effectors:
-            check_state_effector(e)
         self.gravity = gravity_bodies(cls, gravity)
         names = [_HUB_KEY] + [e.name for e in self.state_effectors + self.dynamic_effectors]
         check_unique_names(cls, "effectors (names, 'hub' reserved)", names)

@@ -1,7 +1,7 @@
 r"""Quick-look plots of spacecraft runs: orbit, attitude, wheel speeds, Basilisk's energy totals.
 
-These are the spacecraft layouts (formerly in `jaxsim.plotting`, which is now model-agnostic); they
-are built on the engine's generic plots, which this module re-exports (`plot_series`,
+These are the spacecraft layouts (the engine's `jaxsim.plotting` is model-agnostic); they are
+built on the engine's generic plots, which this module re-exports (`plot_series`,
 `plot_trajectory`, `plot_dispersion`, `relative_drift`, `series`, `time_axis`), so one import serves
 a spacecraft notebook. matplotlib is imported only when a function is called.
 

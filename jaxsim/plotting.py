@@ -10,8 +10,7 @@ The engine knows no spacecraft: quantities are named by the caller (a key of `so
 dotted path such as `"rw.Omega"` into `sol.outputs`, else into `sol.ys`), and units come from the
 model (`model.output_units()`, passed as `units=model`). The spacecraft plots `plot_orbit`,
 `plot_attitude`, `plot_wheel_speeds` and `plot_energy_drift` with Basilisk's four totals as default
-keys live in `effectors.plotting` (which also re-exports the functions here); asking this module for
-the moved names raises an `AttributeError` that says so.
+keys live in `effectors.plotting` (which also re-exports the functions here).
 
 ```python
 from jaxsim import plotting
@@ -43,17 +42,6 @@ __all__ = [
 
 _TIME_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 _XYZ = ("x", "y", "z")
-# Spacecraft plots that moved to the physics library (`effectors.plotting`).
-_MOVED = ("plot_orbit", "plot_attitude", "plot_wheel_speeds")
-
-
-def __getattr__(name):
-    if name in _MOVED:
-        raise AttributeError(
-            f"jaxsim.plotting.{name} moved to effectors.plotting (the engine knows no spacecraft); "
-            f"use `from effectors import plotting` and `plotting.{name}(sol)`."
-        )
-    raise AttributeError(f"module 'jaxsim.plotting' has no attribute {name!r}")
 
 
 def pyplot():

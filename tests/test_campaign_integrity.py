@@ -4,12 +4,10 @@ Oracles: the exact refusal lines for a changed member function (a closed-over co
 horizon) and a foreign key after `manifest.json` was deleted, with no member evaluated (a run-time
 counter) and no file touched; a flipped byte and a rewritten chunk (valid Zarr, other values) named
 in the warning and recomputed to the uncorrupted campaign bit for bit; stale temporary files
-removed; a campaign folder of format 1 (`.npz` chunks, written here as that format specifies) read
-back bit for bit; members raising at run time (`throw=True`) isolated, the others bitwise equal to
-a batch without them.
+removed; a folder whose manifest names another format refused by name, nothing written; members
+raising at run time (`throw=True`) isolated, the others bitwise equal to a batch without them.
 """
 
-import dataclasses
 import json
 import os
 import re
@@ -179,37 +177,25 @@ def test_stale_temporary_files_removed(tmp_path):
     assert other.exists(), "a temporary file of another host may still be being written"
 
 
-def write_format_1(d, res, n, size, digest):
-    """A campaign folder of format `jaxsim.montecarlo/1` (jaxsim before the Zarr store): a
-    manifest and one `chunk_<k>.npz` per chunk (`members`, `ok`, `result`, `params/...`,
-    `outputs/...`)."""
-    from jaxsim.montecarlo._records import _flatten
-
+def test_manifest_of_another_format_is_refused(tmp_path):
+    """A folder whose manifest names another format is refused by every reader and by
+    `run_campaign`, naming the format found and the one expected; nothing is written."""
+    d = tmp_path / "other"
     d.mkdir()
-    n_chunks = -(-n // size)
-    manifest = {"format": "jaxsim.montecarlo/1", "n": n, "chunk_size": size,
-                "n_chunks": n_chunks, "source": "dispersions", "digest": digest, "config": {},
-                "created": "2026-01-01T00:00:00+0000"}  # fmt: skip
-    (d / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    for k in range(n_chunks):
-        rows = slice(k * size, min((k + 1) * size, n))
-        arrays = {"members": res.members[rows], "ok": res.ok[rows], "result": res.result[rows]}
-        for prefix, tree in (("params", res.params), ("outputs", res.outputs)):
-            arrays.update({name: x[rows] for name, x in _flatten(tree, prefix).items()})
-        np.savez(d / f"chunk_{k:06d}.npz", **arrays)
-
-
-def test_format_1_npz_campaign_still_loads(tmp_path):
-    res = mc.run_batch(oscillator_member, DISPERSIONS, key=KEY, n=N, chunk_size=SIZE)
-    d = tmp_path / "old"
-    write_format_1(d, res, N, SIZE, "0" * 64)
-    # Format 1 stored no schema metadata (`BatchResult.schema`, `units`): the data are the same.
-    assert_same(mc.load_campaign(d), dataclasses.replace(res, schema=(), units=()))
-    with pytest.raises(ValueError, match="holds a campaign of format 'jaxsim.montecarlo/1'"):
+    manifest = {"format": "jaxsim.montecarlo/1", "n": N, "chunk_size": SIZE, "n_chunks": 1}
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    before = sorted(p.name for p in d.rglob("*"))
+    message = re.escape(
+        f"`directory` {str(d)!r} is not a jaxsim Monte Carlo campaign (format "
+        "'jaxsim.montecarlo/1', expected 'jaxsim.montecarlo/2')."
+    )
+    for where, read in (("load_campaign", mc.load_campaign), ("open_campaign", mc.open_campaign),
+                        ("summarize_campaign", mc.summarize_campaign)):  # fmt: skip
+        with pytest.raises(ValueError, match=f"{where}: {message}"):
+            read(d)
+    with pytest.raises(ValueError, match=f"run_campaign: {message}"):
         run(oscillator_member, d)
-    (d / "chunk_000001.npz").write_bytes(b"PK\x03\x04 damaged")
-    with pytest.raises(ValueError, match=re.escape(f"load_campaign: {d / 'chunk_000001.npz'}")):
-        mc.load_campaign(d)
+    assert sorted(p.name for p in d.rglob("*")) == before
 
 
 def raising_member(p):

@@ -233,8 +233,8 @@ def _const_bytes(c) -> np.ndarray:
 def _fingerprint(fn, source) -> tuple[dict, str, list]:
     """`({"program", "consts", "structure"[, "callbacks"]}, program text, [(path, RunInfo)])` of
     one member of `fn` (the last: the schema metadata of the `Solution`s in its outputs).
-    `callbacks` (only when the program has host callbacks, so that the fingerprints of programs
-    without any are those of campaigns written before it) are the digests of `_callbacks`;
+    `callbacks` (only when the program has host callbacks: a program without any is fingerprinted
+    by its program text, constants and structure alone) are the digests of `_callbacks`;
     they enter the `program` digest too."""
 
     infos: list = []  # the `Solution.info`s of the outputs: `(path, RunInfo)`

@@ -36,9 +36,6 @@ from ._records import _SEP, BatchResult, _batch_from_flat, _empty
 
 __all__ = ["CampaignWarning", "load_campaign", "open_campaign"]
 
-_FORMAT_V1 = "jaxsim.montecarlo/1"  # chunk_<k>.npz files (read by `load_campaign`)
-
-
 _FORMAT = "jaxsim.montecarlo/2"
 
 
@@ -81,10 +78,6 @@ def _require_zarr(where: str):
 # ----------------------------------------------------------------------------------------------
 # Files
 # ----------------------------------------------------------------------------------------------
-
-
-def _chunk_path(directory: Path, k: int) -> Path:  # format 1
-    return directory / f"chunk_{k:06d}.npz"
 
 
 def _record_path(directory: Path, k: int) -> Path:
@@ -138,7 +131,7 @@ def _read_manifest(directory: Path, where: str) -> dict | None:
         manifest = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{where}: `directory` has an unreadable {path} ({err}).") from None
-    if manifest.get("format") not in (_FORMAT, _FORMAT_V1):
+    if manifest.get("format") != _FORMAT:
         raise ValueError(
             f"{where}: `directory` {str(directory)!r} is not a jaxsim Monte Carlo campaign "
             f"(format {manifest.get('format')!r}, expected {_FORMAT!r})."
@@ -186,60 +179,33 @@ def _solution_infos(structure: dict, infos) -> dict:
     return out
 
 
-def _layout(structure: dict, units: dict, infos=None) -> dict:
+def _layout(structure: dict, units: dict, infos) -> dict:
     """`{array name: {"path", "shape", "dtype", "dims", "units", "name"}}` (shapes without the
     member axis), dimensions and `name` (the variable's name in `open_campaign`) by the schema
     of runs, batches and campaigns (`jaxsim._schema.store_layout`) given the `Solution.info`s
-    `infos`; with `infos=None`, the layout of stores of jaxsim.schema/0: `time` is the axis of
-    the sample times `outputs/ts` (a `Solution`'s, or an output named `ts`) in the outputs that
-    have one; further axes are `component`, `component2`, ..., suffixed with their length where
-    lengths differ (`component_4`)."""
+    `infos` (`[(path, RunInfo)]`)."""
     ts = structure.get("outputs/ts") or structure.get("outputs/outputs/ts")
     n_time = ts[0][0] if ts is not None and len(ts[0]) == 1 else None
-    if infos is not None:
-        sols = _solution_infos(structure, infos)
-        for sol in sols:
-            ts = structure.get(_SEP.join(["outputs", sol, "ts"]) if sol else "outputs/ts")
-            if ts is not None and len(ts[0]) == 1:
-                n_time = ts[0][0]
-                break
-        schema = _schema.store_layout(structure, sols, n_time)
-    entries = {
-        "members": ("members", [], "int64"),
-        "ok": ("ok", [], "bool"),
-        "result": ("result", [], "int32"),
-    }
+    sols = _solution_infos(structure, infos)
+    for sol in sols:
+        ts = structure.get(_SEP.join(["outputs", sol, "ts"]) if sol else "outputs/ts")
+        if ts is not None and len(ts[0]) == 1:
+            n_time = ts[0][0]
+            break
+    schema = _schema.store_layout(structure, sols, n_time)
+    layout = {
+        name: {"path": name, "shape": [], "dtype": dtype, "dims": ["member"], "name": name,
+               "units": _schema.CODE_UNIT if name == "result" else ""}
+        for name, dtype in (("members", "int64"), ("ok", "bool"), ("result", "int32"))
+    }  # fmt: skip
     for path, (shape, dtype) in structure.items():
-        entries[_var_name(path)] = (path, shape, dtype)
-    sizes: dict = {}
-    layout = {}
-    for name in sorted(entries):
-        path, shape, dtype = entries[name]
-        dims, rest = ["member"], list(shape)
-        timed = path.startswith("outputs" + _SEP) and not path.endswith(_SEP + "t_final")
-        if n_time is not None and timed and rest and rest[0] == n_time:
-            dims.append("time")
-            rest = rest[1:]
-        for j, size in enumerate(rest):
-            base = "component" if j == 0 else f"component{j + 1}"
-            dim = base if sizes.setdefault(base, size) == size else f"{base}_{size}"
-            dims.append(dim)
-        unit = units.get(path, "")
-        if path.endswith((_SEP + "ts", _SEP + "t_final")):
-            unit = "s"
-        entry = {"path": path, "shape": shape, "dtype": dtype, "dims": dims, "units": unit}
-        if infos is not None:
-            if path in schema:
-                new, dims_, known = schema[path]
-                entry["dims"] = ["member", *dims_]
-                entry["units"], entry["name"] = unit or known or "", new
-            else:  # members, ok, result
-                entry["name"] = name
-                entry["units"] = _schema.CODE_UNIT if name == "result" else ""
-        layout[name] = entry
-    if len(layout) != len(entries):
+        new, dims, known = schema[path]
+        unit = "s" if path.endswith((_SEP + "ts", _SEP + "t_final")) else units.get(path, "")
+        layout[_var_name(path)] = {"path": path, "shape": shape, "dtype": dtype, "name": new,
+                                   "dims": ["member", *dims], "units": unit or known or ""}  # fmt: skip
+    if len(layout) != 3 + len(structure):
         raise ValueError("montecarlo: two parameter or output paths map to one array name.")
-    return layout
+    return dict(sorted(layout.items()))
 
 
 def _store_attrs(structure: dict, infos, setup, where: str) -> dict:
@@ -429,24 +395,6 @@ def _ranges(chunks, size: int, n: int) -> list[tuple[int, int]]:
     return [(lo, hi) for lo, hi in out]
 
 
-def _load_v1(directory: Path, manifest: dict) -> BatchResult:
-    flats = []
-    for k in range(int(manifest["n_chunks"])):
-        path = _chunk_path(directory, k)
-        if path.exists():
-            try:
-                with open(path, "rb") as fh, np.load(fh) as data:
-                    flats.append({name: data[name] for name in data.files})
-            except Exception as err:  # zip, pickle and EOF errors of a damaged file
-                raise ValueError(
-                    f"load_campaign: {path} is damaged ({type(err).__name__}: {err})."
-                ) from None
-    if not flats:
-        return _empty(int(manifest["n"]))
-    flat = {name: np.concatenate([f[name] for f in flats], axis=0) for name in flats[0]}
-    return _batch_from_flat(flat, manifest["n"], len(flats) == int(manifest["n_chunks"]))
-
-
 def _manifest_of(directory, where: str) -> tuple[Path, dict]:
     directory = Path(directory)
     manifest = _read_manifest(directory, where)
@@ -460,8 +408,7 @@ def _manifest_of(directory, where: str) -> tuple[Path, dict]:
 def load_campaign(directory: str | os.PathLike) -> BatchResult:
     """Read a campaign written by `run_campaign` (complete or not) into one `BatchResult`.
 
-    Reads the committed chunks (those with a chunk record) of a Zarr campaign, or the
-    `chunk_<k>.npz` files of a campaign of format 1 (written by earlier jaxsim versions). Loads
+    Reads the committed chunks (those with a chunk record) of the campaign's Zarr store. Loads
     everything into memory: for large campaigns, `open_campaign` (lazy, xarray) and
     `summarize_campaign` (chunk by chunk) read the store without loading it.
 
@@ -482,8 +429,6 @@ def load_campaign(directory: str | os.PathLike) -> BatchResult:
     """
     where = "load_campaign"
     directory, manifest = _manifest_of(directory, where)
-    if manifest["format"] == _FORMAT_V1:
-        return _load_v1(directory, manifest)
     n, size = int(manifest["n"]), int(manifest["chunk_size"])
     records = _committed(directory, manifest, where)
     if not records:
@@ -514,9 +459,8 @@ def load_campaign(directory: str | os.PathLike) -> BatchResult:
 
 
 def _store_schema(root) -> tuple:
-    """`((solution path, RunInfo), ...)` recorded in a store's attributes (none before
-    jaxsim.schema/1)."""
-    sols = dict(root.attrs).get("schema", {}).get("solutions", {})
+    """`((solution path, RunInfo), ...)` recorded in a store's attributes."""
+    sols = dict(root.attrs)["schema"].get("solutions", {})
     return tuple((path, _schema.RunInfo.from_json(info)) for path, info in sols.items())
 
 
@@ -532,8 +476,7 @@ def open_campaign(directory: str | os.PathLike) -> Any:
     `path` (the `/`-joined keys of `BatchResult`) attributes; the run settings, the schema and
     the saved setup (`run_campaign(..., setup=...)`) as Dataset attributes. `committed` marks
     the members of committed chunks: the others have not been computed (their values are the
-    fill values: NaN, 0). Stores written before this schema (no `schema` attribute) keep their
-    former names (`outputs.outputs.omega_BN_B`) and dimensions (`component`, `component2`).
+    fill values: NaN, 0).
 
     !!! example
 
@@ -544,11 +487,6 @@ def open_campaign(directory: str | os.PathLike) -> Any:
     """
     where = "open_campaign"
     directory, manifest = _manifest_of(directory, where)
-    if manifest["format"] == _FORMAT_V1:
-        raise ValueError(
-            f"{where}: `directory` {str(directory)!r} is a campaign of format {_FORMAT_V1!r} "
-            "(.npz chunks), which has no store; read it with load_campaign."
-        )
     _require_zarr(where)
     try:
         import xarray as xr
@@ -565,10 +503,7 @@ def open_campaign(directory: str | os.PathLike) -> Any:
         str(directory / _STORE), consolidated=False, mask_and_scale=False, zarr_format=3
     )
     ds = ds.assign_coords(member=np.arange(n)).assign(committed=("member", committed))
-    attrs = dict(ds.attrs)
-    if "schema" not in attrs:  # a store of jaxsim.schema/0: its original names
-        return ds
-    return _schema_dataset(ds, attrs, committed, xr)
+    return _schema_dataset(ds, dict(ds.attrs), committed, xr)
 
 
 def _schema_dataset(ds, attrs: dict, committed, xr):

@@ -1,8 +1,7 @@
 """Campaigns on disk: `run_campaign` writes every finished chunk of members to a Zarr store
 (in the schema of runs and batches: `member`, `time`, `xyz`, `wheel`, ...; xarray opens it
 lazily with `open_campaign`) and resumes an interrupted campaign without recomputing verified
-chunks; `load_campaign` reads a campaign back into one `BatchResult` (also the `.npz` campaigns
-of format 1).
+chunks; `load_campaign` reads a campaign back into one `BatchResult`.
 
 A campaign runs in four steps, one function each: `_plan` (check the arguments, fingerprint
 the member function, lay out the store), `_resume` (refuse a folder that would mix results, set
@@ -31,7 +30,6 @@ from ._fingerprint import _differences, _fingerprint, _outputs_tree
 from ._records import _SEP, BatchResult, _flatten
 from ._store import (
     _FORMAT,
-    _FORMAT_V1,
     _MANIFEST,
     _PROGRAM,
     _RECORDS,
@@ -221,12 +219,6 @@ def _plan(where, fn, params, directory, chunk_size, key, n, devices, mesh, axis_
             "campaign's store (created when missing, resumed when it holds a campaign)."
         )
     manifest = _read_manifest(directory, where) if directory.exists() else None
-    if manifest is not None and manifest.get("format") == _FORMAT_V1:
-        raise ValueError(
-            f"{where}: `directory` {str(directory)!r} holds a campaign of format {_FORMAT_V1!r} "
-            "(.npz chunks; read it with load_campaign); resume it with the jaxsim version that "
-            "wrote it, or use a new directory."
-        )
     n_chunks = math.ceil(source.n / size)
     fingerprint, text, infos = _fingerprint(fn, source)
     wanted = {

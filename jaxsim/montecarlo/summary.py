@@ -16,13 +16,11 @@ from ._records import (
     summarize as summarize,
 )
 from ._store import (
-    _FORMAT_V1,
     _check_committed,
     _committed,
     _manifest_of,
     _open_store,
     _ranges,
-    load_campaign,
 )
 
 
@@ -44,11 +42,9 @@ _STORE_BYTES = 2**27  # default memory bound of `summarize_campaign` (128 MiB of
 
 
 def _campaign(directory, where: str):
-    """`(manifest, root, ranges, ok)` of a Zarr campaign: its committed member ranges and their
-    `ok` mask; `None` for a campaign of format 1 (no store)."""
+    """`(manifest, root, ranges, ok)` of a campaign: its committed member ranges and their `ok`
+    mask."""
     directory, manifest = _manifest_of(directory, where)
-    if manifest["format"] == _FORMAT_V1:
-        return None
     n, size = int(manifest["n"]), int(manifest["chunk_size"])
     root = _open_store(where, directory, None, n)
     if root is None:
@@ -109,8 +105,7 @@ def summarize_campaign(
 
     **Arguments:**
 
-    - `directory`: a campaign folder written by `run_campaign` (a format-1 `.npz` campaign is
-      loaded and summarized in memory).
+    - `directory`: a campaign folder written by `run_campaign`.
     - `percentiles`, `include_params`: as in `summarize`.
     - `names`: summarize only these keys (as returned, e.g. `["outputs/omega_BN_B"]`).
     - `max_bytes`: size of one block of float64 values (default 128 MiB; at least one sample
@@ -133,11 +128,7 @@ def summarize_campaign(
         raise ValueError(f"{where}: `percentiles` must lie in [0, 100]; got {pct}.")
     if not isinstance(max_bytes, int | np.integer) or max_bytes < 8:
         raise ValueError(f"{where}: `max_bytes` must be an integer >= 8; got {max_bytes!r}.")
-    found = _campaign(directory, where)
-    if found is None:
-        out = summarize(load_campaign(directory), pct, include_params=include_params)
-        return out if names is None else {k: out[k] for k in names if k in out}
-    _, root, ranges, ok = found
+    _, root, ranges, ok = _campaign(directory, where)
     n_ok, n_failed = int(ok.sum()), int(ok.size - ok.sum())
     wanted = {}
     for name in sorted(root.array_keys()):
@@ -191,10 +182,7 @@ def campaign_failures(directory: str | os.PathLike) -> list[tuple[int, str, floa
         ```
     """
     where = "campaign_failures"
-    found = _campaign(directory, where)
-    if found is None:
-        return load_campaign(directory).failure_table()
-    manifest, root, ranges, ok = found
+    manifest, root, ranges, ok = _campaign(directory, where)
     committed = np.concatenate([np.arange(lo, hi) for lo, hi in ranges] or [np.zeros(0, int)])
     bad = committed[~ok]
     if bad.size == 0:
@@ -261,9 +249,9 @@ def plot_campaign(
         raise ValueError(f"{where}: `labels` needs {k} entries; got {len(labels)}.")
     t = np.arange(med.shape[0], dtype=float)
     xlabel = "sample"
-    found = _campaign(directory, where)
-    if found is not None and found[2]:
-        root, (lo, _) = found[1], found[2][0]
+    _, root, ranges, _ = _campaign(directory, where)
+    if ranges:
+        lo = ranges[0][0]
         for ts_name in ("outputs.ts", "outputs.outputs.ts"):
             if ts_name in root.array_keys() and root[ts_name].shape[1:] == (med.shape[0],):
                 t, xlabel = np.asarray(root[ts_name][lo], dtype=float), "t [s]"

@@ -117,7 +117,7 @@ def test_one_pass_equals_two_methods():
     )
 
 
-def test_incomplete_and_former_effectors_are_refused():
+def test_incomplete_effectors_are_refused():
     class NoContribute(fx.AbstractStateEffector):
         name: str = eqx.field(static=True, default="x")
 
@@ -138,16 +138,6 @@ def test_incomplete_and_former_effectors_are_refused():
 
     with pytest.raises(TypeError, match=r"NoDerivative.*derivative"):
         NoDerivative()
-
-    class OldMass(NoDerivative):
-        def derivative(self, x, ctx, rDDot_BN_B, omegaDot_BN_B):
-            return jnp.zeros(())
-
-        def mass_props(self, t, x):
-            return fx.MassProps.zeros()
-
-    with pytest.raises(TypeError, match=r"OldMass.mass_props: .*mass_props\(self, x, ctx\)"):
-        fx.Spacecraft(_hub(), state_effectors=[OldMass()])
 
 
 class _Unstacked(fx.AbstractStateEffector):
