@@ -446,11 +446,8 @@ class Spacecraft(AbstractDynamicObject):
         `simulate` reads it once per run (class docstring)."""
         out = {f"hub.{k}": v for k, v in self.hub.physical_checks().items()}
         for e in _all_effectors(self):
-            checks = getattr(e, "physical_checks", None)
-            if not callable(checks):
-                continue
             x = None if y is None or e.name not in y else y[e.name]
-            for k, v in checks(x).items():
+            for k, v in e.physical_checks(x).items():
                 out[f"{e.name}.{k}"] = v
         for b in self.gravity:
             checks = getattr(b, "physical_checks", None)
