@@ -471,6 +471,7 @@ def run(
             continue
         try:
             data[key] = fn()
+            data.pop(f"{key}_error", None)  # an earlier run's failure of this row
             data[f"{key}_timing"] = {"rounds": rounds, "calls_per_timing": inner}
         except Exception as err:  # noqa: BLE001 - a failed row is recorded, the others still run
             data[f"{key}_error"] = f"{type(err).__name__}: {err}"
