@@ -92,7 +92,6 @@ def rel_err(a, ref):
     return float(np.max(np.abs(np.asarray(a) - ref)) / np.max(np.abs(ref)))
 
 
-@pytest.mark.slow  # 41 s at load ~12 (four programs)
 def test_stm_matches_the_analytic_one_and_central_differences():
     x0 = periapsis()
     ref = np.asarray(jax.jacfwd(kepler_analytic)(x0, T, 1.0))
@@ -115,7 +114,6 @@ def test_stm_matches_the_analytic_one_and_central_differences():
     assert rel_err(stm, np.asarray(fd)) <= FD_REL_TOL, rel_err(stm, np.asarray(fd))
 
 
-@pytest.mark.slow  # 25 s at load ~12
 def test_grad_wrt_model_parameter_and_state():
     # Reverse mode over the sensitivity run: d |r(T)|^2 / d (mu, x0) against the analytic one.
     x0 = periapsis()
