@@ -210,7 +210,9 @@ def _initial_carry(run, y0, z0, held0, B):
 
 
 @jaxsim_jit
-def run_clocked(model, models, events, y0, args, held0, disc, ts, dsolver, root_finder, static, num):
+def run_clocked(
+    model, models, events, y0, args, held0, disc, ts, dsolver, root_finder, static, num
+):
     models = tuple(md.prepare() for md in models)  # parameter-only work, once per run
     run = _Run(model, models, events, y0, args, ts, dsolver, root_finder, static, num)
     cfg, plan, n_ev, n_s, m = run.cfg, run.plan, run.n_ev, run.n_s, run.window
