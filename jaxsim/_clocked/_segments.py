@@ -1,6 +1,6 @@
 """Segment solvers of the clocked driver: one solve from a segment start to its end (a boundary, a
-re-solve cap, or an event) through `diffrax.diffeqsolve`; and the test of whether a run can use the
-fixed-grid stepper instead (`on_grid`, `jaxsim._clocked._grid`)."""
+re-solve cap, or an event) through `diffrax.diffeqsolve` (whether a run uses the fixed-grid stepper
+`jaxsim._clocked._grid` instead is decided by the request: `jaxsim._request.on_grid`)."""
 
 from typing import Any
 
@@ -9,13 +9,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
-import numpy as np
 import optimistix as optx
 
-from .._request import GRID_RTOL
 from .._results import RESULTS, promote
 from .._solution import all_finite
-from .._solvers import AbstractFixedStepSolver
 from . import _guard as guard
 from ._roots import locate
 
@@ -92,28 +89,6 @@ def next_up(x):
 def next_down(x):
     xs = jax.lax.stop_gradient(x)
     return x + (jnp.nextafter(xs, jnp.asarray(-jnp.inf, jnp.result_type(xs))) - xs)
-
-
-def on_grid(solver, adaptive, dt, events, disc, t0, boundaries, ts) -> bool:
-    """Whether a segmented run can use the fixed-grid stepper (`jaxsim._clocked._grid`).
-
-    A jaxsim fixed-step solver, no events (they need dense output), and every clock tick, sample
-    time and discontinuity time concrete and on the global grid `t0 + k dt` (a traced or off-grid
-    switch time splits a step: `diffeqsolve` segments).
-    """
-    if adaptive or events or not isinstance(solver, AbstractFixedStepSolver):
-        return False
-    try:
-        switch = np.asarray([float(d) for d in disc], dtype=float)
-    except (TypeError, jax.errors.ConcretizationTypeError):
-        return False  # traced discontinuity times
-    dt = float(dt)
-    edges = np.concatenate([[t0], np.asarray(boundaries, dtype=float)])
-    for times in (edges, np.asarray(ts, dtype=float), switch):
-        k = (times - t0) / dt
-        if np.any(np.abs(k - np.round(k)) > GRID_RTOL * np.maximum(1.0, np.abs(k))):
-            return False
-    return True
 
 
 def split_step(t_a, t_b, dt):
