@@ -9,3 +9,14 @@ import jax  # noqa: E402
 
 
 jax.config.update("jax_enable_x64", True)
+
+import pytest  # noqa: E402
+
+from tests.helpers import compile_log  # noqa: E402
+
+
+@pytest.fixture
+def compilations():
+    """The names of the functions XLA compiles while the test runs (`tests.helpers.compile_log`)."""
+    with compile_log() as names:
+        yield names

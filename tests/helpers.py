@@ -1,8 +1,11 @@
 """Shared test helpers: reference-data loading and spacecraft builders from Basilisk specs."""
 
+import contextlib
 import json
+import logging
 from pathlib import Path
 
+import jax
 import numpy as np
 
 import effectors as fx
@@ -45,3 +48,28 @@ def rel_err(a, b):
     """Per-component relative difference |a - b| / |b| (Basilisk's `isArrayEqualRelative`)."""
     a, b = np.asarray(a), np.asarray(b)
     return np.abs(a - b) / np.abs(b)
+
+
+@contextlib.contextmanager
+def compile_log():
+    """The names of the functions XLA compiles inside the `with` block (JAX's `jax_log_compiles`
+    log), in order; the setting is restored on exit."""
+    names = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            msg = record.getMessage()
+            if msg.startswith("Compiling "):
+                names.append(msg.split(" ")[1])
+
+    handler = Collect()
+    logger = logging.getLogger("jax")
+    logger.addHandler(handler)
+    previous = jax.config.jax_log_compiles
+    jax.config.update("jax_log_compiles", True)
+    try:
+        yield names
+    finally:
+        jax.effects_barrier()
+        jax.config.update("jax_log_compiles", previous)
+        logger.removeHandler(handler)

@@ -6,7 +6,6 @@ is traced; tolerated inputs (an int seed, float32 or int initial states, lists a
 compilations (`jax_log_compiles`) over 20 values set with `eqx.tree_at` or given in `args`.
 """
 
-import logging
 import re
 
 import diffrax as dfx
@@ -407,29 +406,6 @@ def test_held_outputs_with_unknown_command_key_are_refused():
 
 # --------------------------------------------------------------------------------------------------
 # Sweeps compile once
-
-
-@pytest.fixture
-def compilations():
-    """A list that collects the names of the functions XLA compiles while the test runs."""
-    names = []
-
-    class Collect(logging.Handler):
-        def emit(self, record):
-            msg = record.getMessage()
-            if msg.startswith("Compiling "):
-                names.append(msg.split(" ")[1])
-
-    handler = Collect()
-    logger = logging.getLogger("jax")
-    logger.addHandler(handler)
-    previous = jax.config.jax_log_compiles
-    jax.config.update("jax_log_compiles", True)
-    try:
-        yield names
-    finally:
-        jax.config.update("jax_log_compiles", previous)
-        logger.removeHandler(handler)
 
 
 SWEEP = np.linspace(0.5, 2.4, 20)

@@ -12,6 +12,7 @@ import pytest
 
 import jaxsim as js
 from jaxsim import _compile
+from tests.helpers import compile_log
 
 
 # Two compilations of one float64 program may differ in the last bits (other kernel fusion).
@@ -79,32 +80,6 @@ def test_nested_and_top_level_calls_agree():
 # Compiles: sweeps over tolerances compile once; recompiles of one shape warn; programs bounded
 
 
-class _Compiles:
-    """The programs JAX compiles while in the `with` block (its `jax_log_compiles` log)."""
-
-    def __enter__(self):
-        import logging
-
-        self.seen, self.previous = [], jax.config.jax_log_compiles
-        outer = self
-
-        class Catch(logging.Handler):
-            def emit(self, record):
-                if record.getMessage().startswith("Compiling"):
-                    outer.seen.append(record.getMessage())
-
-        self.handler = Catch()
-        logging.getLogger("jax").addHandler(self.handler)
-        jax.config.update("jax_log_compiles", True)
-        return self
-
-    def __exit__(self, *exc):
-        import logging
-
-        jax.config.update("jax_log_compiles", self.previous)
-        logging.getLogger("jax").removeHandler(self.handler)
-
-
 def _decay_final(**kw):
     model = _Decay()
     return js.simulate(model, model.init_state(), 1.0, args=2.0, outputs=False, **kw).ys["x"][-1, 0]
@@ -115,9 +90,9 @@ def _decay_final(**kw):
 )
 def test_a_tolerance_sweep_compiles_once(solver):
     _decay_final(solver=solver, rtol=1e-6, atol=1e-6)
-    with _Compiles() as compiles:
+    with compile_log() as compiles:
         finals = [_decay_final(solver=solver, rtol=tol, atol=tol) for tol in (1e-7, 1e-8, 1e-9)]
-    assert compiles.seen == []
+    assert compiles == []
     # Tighter tolerances: closer to exp(-2), each within its tolerance (times a safety factor).
     for tol, final in zip((1e-7, 1e-8, 1e-9), finals, strict=True):
         np.testing.assert_allclose(final, np.exp(-2.0), rtol=100 * tol)

@@ -7,8 +7,6 @@ several horizons (XLA's compile log, and a trace counter under the user's `jit`)
 integrator's final state (2 s - 1) T has the exact derivative 2 s - 1 with respect to T.
 """
 
-import logging
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -72,29 +70,6 @@ Y0 = MODEL.init_state()
 
 def final(t1, t0=0.0, **kw):
     return js.simulate(MODEL, Y0, t1, t0=t0, outputs=False, **kw).ys["x"][-1]
-
-
-@pytest.fixture
-def compilations():
-    """The names of the functions XLA compiles while the test runs (`jax_log_compiles`)."""
-    names = []
-
-    class Collect(logging.Handler):
-        def emit(self, record):
-            msg = record.getMessage()
-            if msg.startswith("Compiling "):
-                names.append(msg.split(" ")[1])
-
-    handler = Collect()
-    logger = logging.getLogger("jax")
-    logger.addHandler(handler)
-    previous = jax.config.jax_log_compiles
-    jax.config.update("jax_log_compiles", True)
-    try:
-        yield names
-    finally:
-        jax.config.update("jax_log_compiles", previous)
-        logger.removeHandler(handler)
 
 
 class FreshForced(Forced):

@@ -7,8 +7,6 @@ respect to the durations; central differences of a nonlinear two-phase run; XLA'
 over several durations.
 """
 
-import logging
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -169,29 +167,6 @@ def test_duration_gradients_match_central_differences(second):
         e = jnp.zeros(2).at[i].set(FD_EPS)
         central = (f(d + e) - f(d - e)) / (2 * FD_EPS)
         np.testing.assert_allclose(jac[:, i], central, rtol=FD_RTOL)
-
-
-@pytest.fixture
-def compilations():
-    """The names of the functions XLA compiles while the test runs (`jax_log_compiles`)."""
-    names = []
-
-    class Collect(logging.Handler):
-        def emit(self, record):
-            msg = record.getMessage()
-            if msg.startswith("Compiling "):
-                names.append(msg.split(" ")[1])
-
-    handler = Collect()
-    logger = logging.getLogger("jax")
-    logger.addHandler(handler)
-    previous = jax.config.jax_log_compiles
-    jax.config.update("jax_log_compiles", True)
-    try:
-        yield names
-    finally:
-        jax.config.update("jax_log_compiles", previous)
-        logger.removeHandler(handler)
 
 
 def test_changing_durations_compiles_once(compilations):

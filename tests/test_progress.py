@@ -9,6 +9,7 @@ import pytest
 
 import jaxsim as js
 from tests._oscillator import Osc
+from tests.helpers import compile_log
 
 
 T1 = 10.0  # [s]
@@ -114,33 +115,6 @@ def test_progress_true_without_tqdm_is_refused(monkeypatch):
         js.simulate(model, model.init_state(), T1, dt=0.1, progress=True)
 
 
-class _Compiles:
-    """The XLA compiles JAX logs while in the `with` block."""
-
-    def __enter__(self):
-        import logging
-
-        self.seen, self.previous = [], jax.config.jax_log_compiles
-        outer = self
-
-        class Catch(logging.Handler):
-            def emit(self, record):
-                if record.getMessage().startswith("Compiling"):
-                    outer.seen.append(record.getMessage())
-
-        self.handler = Catch()
-        logging.getLogger("jax").addHandler(self.handler)
-        jax.config.update("jax_log_compiles", True)
-        return self
-
-    def __exit__(self, *exc):
-        import logging
-
-        jax.effects_barrier()
-        jax.config.update("jax_log_compiles", self.previous)
-        logging.getLogger("jax").removeHandler(self.handler)
-
-
 def test_off_has_no_reporter():
     # progress=False: no reports, so the program has no host callbacks (JAX's persistent cache,
     # `jaxsim.enable_cache()`, refuses programs with them).
@@ -161,10 +135,10 @@ def test_switching_progress_on_compiles_once(case):
     off = js.simulate(model, y0, T1, **kw)
     seen, again = [], []
     on = js.simulate(model, y0, T1, progress=lambda t, t1: seen.append(t), **kw)
-    with _Compiles() as later:
+    with compile_log() as later:
         js.simulate(model, y0, T1, progress=True, **kw)
         js.simulate(model, y0, T1, progress=lambda t, t1: again.append(t), **kw)
-    assert later.seen == []
+    assert later == []
     assert seen and seen[-1] == T1 and again and again[-1] == T1
     for a, b in zip(jax.tree.leaves(on.ys), jax.tree.leaves(off.ys), strict=True):
         np.testing.assert_array_equal(a, b)
