@@ -265,15 +265,21 @@ def _check_array_entry(where: str, name: str, entry, want, what: str) -> None:
     _check_shape(where, name, entry, want, what)
 
 
+def _dtype_of(value) -> np.dtype:
+    """The dtype of an array, or of what `np.asarray` makes of `value` (object when it cannot)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None:
+        return dtype
+    try:
+        return np.asarray(value).dtype
+    except (TypeError, ValueError):
+        return np.dtype(object)
+
+
 def _check_shape(where: str, name: str, value, want, what: str) -> None:
     """`value` is numbers (an array, a number, a list of numbers), else a TypeError naming `name`;
     its shape broadcasts to `want` (None: any shape), else a ValueError."""
-    dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        try:
-            dtype = np.asarray(value).dtype
-        except (TypeError, ValueError):
-            dtype = np.dtype(object)
+    dtype = _dtype_of(value)
     if _kind(dtype) not in "biuf":
         raise TypeError(
             f"{where}`{name}` must be a number or an array of numbers for {what}; got "
@@ -1021,12 +1027,7 @@ def _increments(name, arr, n_steps, m):
     """Prescribed Wiener increments: shape `(n_steps, m)`, real numbers (cast to float64)."""
     if arr is None:
         return None
-    dtype = getattr(arr, "dtype", None)
-    if dtype is None:
-        try:
-            dtype = np.asarray(arr).dtype
-        except (TypeError, ValueError):
-            dtype = np.dtype(object)
+    dtype = _dtype_of(arr)
     if _kind(dtype) not in "iuf":
         raise TypeError(
             f"simulate: `{name}` [sqrt(s)] must hold real numbers (Wiener increments, cast to "
