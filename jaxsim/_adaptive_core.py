@@ -263,9 +263,13 @@ def integrate(
     t0 = jnp.asarray(t0, tdtype)
     t1 = jnp.asarray(t1, tdtype)
     step = step_unrolled if unrolled else step_looped
-    if step_map is None:
-        step_map = lambda t, y: (y, {})  # noqa: E731
-        counts0 = {}
+    # Without a step map (None: the identity) the state never jumps between steps, so without
+    # breakpoints the first stage of a step is always the last one's (no per-step cond).
+    identity_map = step_map is None
+    if identity_map:
+        counts0 = {} if counts0 is None else counts0
+        zero_counts = jtu.tree_map(jnp.zeros_like, counts0)
+        step_map = lambda t, y: (y, zero_counts)  # noqa: E731
     t1_floor = t1
     for _ in range(_END_ULPS):
         t1_floor = _prev_before(t1_floor)
@@ -326,7 +330,9 @@ def integrate(
 
     def body(s):
         tp, tn, y = s.tprev, s.tnext, s.y
-        if pair.fsal:
+        if pair.fsal and identity_map and jumps is None:
+            f_start = s.f_last
+        elif pair.fsal:
             redo = eqxi.unvmap_any(s.redo)
             f_start = jax.lax.cond(redo, lambda: f(tp, y), lambda: s.f_last)
         else:
@@ -357,12 +363,16 @@ def integrate(
 
         # The step map after an accepted step (its counts accumulate only then).
         y1_mapped, step_counts = step_map(tn, y1)
-        jumped = jnp.any(y1_mapped != y1)
+        jumped = False if identity_map else jnp.any(y1_mapped != y1)
         y_new = jnp.where(keep, y1_mapped, y)
         f_new = jnp.where(keep, f_end, s.f_last) if pair.fsal else s.f_last
         redo_new = jnp.where(keep, jumped | made_jump, s.redo)
-        counts = jtu.tree_map(
-            lambda c, d: c + jnp.where(keep, d.astype(c.dtype), 0), s.counts, step_counts
+        counts = (
+            s.counts
+            if identity_map
+            else jtu.tree_map(
+                lambda c, d: c + jnp.where(keep, d.astype(c.dtype), 0), s.counts, step_counts
+            )
         )
 
         ys, save_index = s.ys, s.save_index
@@ -600,6 +610,16 @@ def supports(solver, y0, adjoint) -> bool:
     )
 
 
+def _identity_step_map(model) -> bool:
+    """Whether `model.step_map` is the default identity (of every object of a `System`): the
+    loop then needs no jump test and no first-stage recomputation after a step."""
+    from ._dynamic_object import AbstractDynamicObject, System
+
+    if isinstance(model, System):
+        return all(_identity_step_map(o) for o in model.objects)
+    return type(model).step_map is AbstractDynamicObject.step_map
+
+
 @jaxsim_jit
 def run(
     model, y0, args, solver, t0, t1, ts, dt0, rtol, atol, max_steps, outputs, throw, jump_ts,
@@ -647,8 +667,8 @@ def run(
         )  # fmt: skip
     else:
         out = integrate(
-            f, pack(y0), t0, t1, ts, rtol=rtol, atol=atol, step_map=step_map, loop=loop,
-            **common,
+            f, pack(y0), t0, t1, ts, rtol=rtol, atol=atol,
+            step_map=None if _identity_step_map(model) else step_map, loop=loop, **common,
         )  # fmt: skip
     ys = jax.vmap(lambda t, v: model.step_map(t, unpack(v))[0])(ts, out["ys"])
     result, t_final = out["result"], out["t_final"]
