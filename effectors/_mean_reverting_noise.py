@@ -45,6 +45,9 @@ class MeanRevertingNoise(TwoMethodStateEffector):
     - `tau`: correlation time constants $\tau$ [s], > 0; scalar or shape `(n,)` (default 1 s).
     - `sigma`: stationary standard deviations $\sigma$ [state units], >= 0; scalar or `(n,)` (default 0).
     - `x0`: initial states [state units] (default 0).
+    - `unit`: the state units, what the effectors reading the state take it in (default `"-"`:
+      a relative correction such as `Drag`'s; `"N m"` for a `StochasticTorque` of scale 1);
+      recorded with the results.
     - `name`: unique effector name (the state key).
 
     State: array `(n,)`; `noise_dim = n` (source $i$ drives state $i$: diagonal, additive noise, so
@@ -61,6 +64,7 @@ class MeanRevertingNoise(TwoMethodStateEffector):
     sigma: Float[Array, " n"]
     x0: Float[Array, " n"]
     n: int = eqx.field(static=True)
+    unit: str = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
     def __init__(
@@ -69,6 +73,7 @@ class MeanRevertingNoise(TwoMethodStateEffector):
         sigma: Float[ArrayLike, "*n"] = 0.0,
         x0: Float[ArrayLike, "*n"] = 0.0,
         *,
+        unit: str = "-",
         name: str = "mean_reverting_noise",
     ):
         cls = "MeanRevertingNoise"
@@ -78,6 +83,9 @@ class MeanRevertingNoise(TwoMethodStateEffector):
         self.tau = check_positive(cls, "tau", p["tau"], "s")
         self.sigma = check_nonnegative(cls, "sigma", p["sigma"], "state units")
         self.x0 = p["x0"]
+        if not isinstance(unit, str):
+            raise TypeError(f"{cls}: `unit` must be a string (e.g. '-' or 'N m'); got {unit!r}.")
+        self.unit = unit
         self.name = check_name(cls, "name", name)
 
     def init_commands(self) -> dict:
@@ -101,6 +109,10 @@ class MeanRevertingNoise(TwoMethodStateEffector):
 
     def diffusion(self, x, ctx: HubContext):
         return jnp.diag(self.sigma * jnp.sqrt(2.0 / self.tau))
+
+    def units(self) -> dict:
+        """The state and its output `x` in the state units (`unit`)."""
+        return {"ys": self.unit, "outputs": {"x": self.unit}, "args": {}}
 
     def outputs(self, x, ctx: HubContext) -> dict:
         return {"x": x}

@@ -284,14 +284,15 @@ class MuJoCoScene(AbstractDynamicObject):
             )
         return y
 
-    def state_units(self) -> dict:
-        units = {"qpos": "m, -, rad", "qvel": "m/s, rad/s"}
+    def units(self) -> dict:
+        """Units of the state (`qpos`, `qvel`: mixed by joint type; `act`: the actuators'), the
+        outputs and the commands (`ctrl`: the actuators' own; `xfrc_applied` [N, N m])."""
+        ys = {"qpos": "m, -, rad", "qvel": "m/s, rad/s"}
         if self.na:
-            units["act"] = "-"
-        return units
-
-    def output_units(self) -> dict:
-        return {k: dict(v) if isinstance(v, dict) else v for k, v in _OUTPUT_UNITS.items()}
+            ys["act"] = "-"
+        outputs = {k: dict(v) if isinstance(v, dict) else v for k, v in _OUTPUT_UNITS.items()}
+        args = {"ctrl": "N, N m or model units", "xfrc_applied": "N, N m"}
+        return {"ys": ys, "outputs": outputs, "args": args}
 
     def qpos_rate(self, qpos, qvel):
         r"""$\dot q_{pos}$ from `qvel` (see the module docstring), shape `(nq,)`."""

@@ -612,14 +612,8 @@ class Spacecraft(AbstractDynamicObject):
         "outputs": {<hub outputs and totals>, <effector>: ...}, "args": {<effector>: ...}}`,
         from each effector's `units()`, its outputs' units kept where its outputs have an entry
         (the output tree from `jax.eval_shape`, so no unit names an entry a run lacks)."""
-        return self._units(outputs=True)
-
-    def _units(self, outputs: bool) -> dict:
-        """`units()`, its outputs part left empty unless `outputs` (that part traces `derived`)."""
-        shapes = {}
-        if outputs:
-            y = jax.eval_shape(self.init_state)
-            shapes = jax.eval_shape(lambda y: self.derived(0.0, y, None), y)
+        y = jax.eval_shape(self.init_state)
+        shapes = jax.eval_shape(lambda y: self.derived(0.0, y, None), y)
         out = {"ys": {_HUB_KEY: dict(_HUB_STATE_UNITS)}, "outputs": dict(_OUTPUT_UNITS), "args": {}}
         for e in self.state_effectors + self.dynamic_effectors:
             u = e.units()
@@ -628,14 +622,6 @@ class Spacecraft(AbstractDynamicObject):
                 if v:
                     out[part][e.name] = v
         return out
-
-    def output_units(self) -> dict:
-        """`units()["outputs"]` (what `jaxsim.results` and the plots read)."""
-        return self._units(outputs=True)["outputs"]
-
-    def state_units(self) -> dict:
-        """`units()["ys"]` (what `jaxsim.results` reads)."""
-        return self._units(outputs=False)["ys"]
 
     def element_dims(self) -> dict:
         """`{effector name: its element_dim()}`: the shared dimension of each effector's units

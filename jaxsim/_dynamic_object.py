@@ -12,6 +12,8 @@ pytree and supplies
   `counts` a dict of integer counters that the driver accumulates. It must map a state to an equivalent
   description of the same physical state (the trajectory is continuous through it); solvers with FSAL
   re-evaluate the derivative after a step in which the map changed `y`.
+- `units()` (optional): units of the states, outputs and commands (labels and dataset attributes,
+  checked against each run);
 - `validity(y0)` (optional): `{name: bool array}`, True where the parameters (and `y0`) are
   physical. `simulate` reads it once per run: a concrete `False` is refused at the call, naming
   the check; a traced one (a model changed by `eqx.tree_at`, a dispersion, `vmap`) fails the run
@@ -30,6 +32,10 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 
 from ._validation import check_name, check_unique_names
+
+
+# The parts of `units()`: the state (a run's `ys`), the recorded outputs, the commands (`args`).
+UNIT_KINDS = ("ys", "outputs", "args")
 
 
 class AbstractDynamicObject(eqx.Module):
@@ -75,16 +81,20 @@ class AbstractDynamicObject(eqx.Module):
         """Derived outputs recorded at sample times (dict of arrays). Default: none."""
         return {}
 
-    def output_units(self) -> dict:
-        """Units of the entries `derived` records, keyed like them (nested dicts for nested
-        entries), e.g. `{"r_BN_N": "m", "rw": {"Omega": "rad/s"}}`; `jaxsim.results.to_xarray` and
-        `jaxsim.plotting` read them for attributes and labels. Default: none (`{}`)."""
-        return {}
+    def units(self) -> dict | None:
+        """Units of what the model records and reads, keyed as a run's results:
+        `{"ys": state units, "outputs": output units, "args": command units}`, each keyed like the
+        state (`init_state()`), the recorded outputs (`derived`) and the commands
+        (`command_spec()`), nested dicts for nested entries; a unit string may stand for a whole
+        subtree (`"ys": "m"` for an array state). E.g. `{"ys": {"x": "m", "v": "m/s"},
+        "outputs": {"energy": "J"}, "args": {}}`. `jaxsim.results.to_xarray` and
+        `jaxsim.plotting` read them for attributes and labels.
 
-    def state_units(self):
-        """Units of the state leaves, keyed like `init_state()`'s dict (or one unit string for an
-        array state). Default: none (`{}`)."""
-        return {}
+        A declared `units()` is checked by `simulate` against the run: a state or output leaf
+        without a unit, or a unit naming an entry the run does not have, is refused by name
+        (`ValueError`); so are commands declared by `command_spec()` without a unit. Default
+        None: undeclared (results carry no units, nothing is checked)."""
+        return None
 
     def element_dims(self) -> dict:
         """Names of per-element dimensions, `{key: dim}`: the entries of `outputs` and of the
@@ -241,6 +251,17 @@ class System(AbstractDynamicObject):
 
     def derived(self, t, y, args):
         return {o.name: o.derived(t, y[o.name], _sub_args(args, o.name)) for o in self.objects}
+
+    def units(self) -> dict | None:
+        """The objects' units nested under their names, as their states, outputs and commands
+        (`args[name]`) are; objects that declare none are left out (None when none declares)."""
+        parts = {o.name: o.units() for o in self.objects}
+        parts = {name: u for name, u in parts.items() if u is not None}
+        if not parts:
+            return None
+        return {
+            kind: {name: u[kind] for name, u in parts.items() if kind in u} for kind in UNIT_KINDS
+        }
 
     def step_map(self, t, y):
         new, counts = {}, {}

@@ -26,8 +26,8 @@ dimensions from Basilisk's frame-suffix names: `xyz` (`x`, `y`, `z`) for a vecto
 `torque_B`), `mrp` (`s1`, `s2`, `s3`) for an MRP set (`sigma_BN`), `row` and `column` (`x`,
 `y`, `z`) for a 3 x 3 matrix (`ISC_PntB_B`). Any other axis is `<variable>_<i>`.
 
-**Attributes:** `units` on every variable whose model declares it (`output_units`,
-`state_units`; counters `count`, times `s`, codes `-`); on the Dataset the run's settings
+**Attributes:** `units` on every variable whose model declares it (the model's `units()`,
+checked against the run by `simulate`; counters `count`, times `s`, codes `-`); on the Dataset the run's settings
 (`solver`, `dt`, `rtol`, `atol`, `t0`, `t1`, `model`), `jaxsim_version`, `schema` (this schema's
 version) and `epoch` (an ISO 8601 date of $t = 0$) when given. Strings are variable-length
 (Zarr 3 and netCDF write them without warnings).
@@ -128,18 +128,129 @@ def _flat(tree, prefix: str) -> list[tuple[str, Any]]:
     return [(prefix, tree)]
 
 
-def model_units(model) -> dict:
-    """`{"outputs": ..., "ys": ..., "counts": ...}` of a model (a `System` nests by name)."""
-    from ._dynamic_object import AbstractDynamicObject, System
+def declared_units(model) -> dict | None:
+    """`model.units()`, None where undeclared, its form checked: a dict whose keys are among
+    `"ys"`, `"outputs"`, `"args"`, each a unit string or a nested dict of unit strings."""
+    from ._dynamic_object import UNIT_KINDS, AbstractDynamicObject
 
-    if isinstance(model, System):
-        parts = {o.name: model_units(o) for o in model.objects}
-        return {k: {n: u[k] for n, u in parts.items()} for k in ("outputs", "ys", "counts")}
     if not isinstance(model, AbstractDynamicObject):
         raise TypeError(
             f"model_units: `model` must be an AbstractDynamicObject; got {type(model).__name__}."
         )
-    return {"outputs": model.output_units(), "ys": model.state_units(), "counts": COUNT_UNIT}
+    units = model.units()
+    if units is None:
+        return None
+    where = f"{type(model).__name__}.units()"
+    if not isinstance(units, dict) or set(units) - set(UNIT_KINDS):
+        got = sorted(map(str, units)) if isinstance(units, dict) else type(units).__name__
+        raise TypeError(
+            f"{where} must return None or a dict with keys among {list(UNIT_KINDS)} (state, "
+            f"outputs, commands); got {got}."
+        )
+    for kind, part in units.items():
+        for path, unit in _flat(part, kind):
+            if not isinstance(unit, str):
+                raise TypeError(
+                    f"{where}: the unit of `{path}` must be a string (or a dict of them); got "
+                    f"{unit!r}."
+                )
+    return units
+
+
+def model_units(model) -> dict:
+    """`{"outputs": ..., "ys": ..., "counts": ...}` of a model: its `units()` (a `System`'s nest
+    its objects' by name; empty where the model declares none) and the counters' unit."""
+    units = declared_units(model) or {}
+    return {"outputs": units.get("outputs", {}), "ys": units.get("ys", {}), "counts": COUNT_UNIT}
+
+
+def _leaf_paths(tree) -> list[str]:
+    """Dotted paths of the array leaves of a run's tree (`""` for a bare array)."""
+
+    def key(k):
+        if isinstance(k, jax.tree_util.DictKey):
+            return str(k.key)
+        if isinstance(k, jax.tree_util.SequenceKey):
+            return str(k.idx)
+        if isinstance(k, jax.tree_util.GetAttrKey):
+            return k.name
+        return str(k)
+
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return [".".join(key(k) for k in path) for path, _ in leaves]
+
+
+def _command_paths(spec: dict) -> list[str]:
+    """Dotted paths of the commands of a `command_spec()` (`address.key`, or `address` for an
+    address read as one array)."""
+    from ._dynamic_object import ArrayCommand
+
+    out = []
+    for address, keys in spec.items():
+        if isinstance(keys, ArrayCommand):
+            out.append(str(address))
+        else:
+            out.extend(f"{address}.{k}" for k in keys)
+    return out
+
+
+def _shown(paths: list[str], kind: str, limit: int = 12) -> str:
+    names = [f"{kind}.{p}" if p else kind for p in paths]
+    return repr(names[:limit])[:-1] + (", ...]" if len(names) > limit else "]")
+
+
+def _check_part(where: str, kind: str, units, leaves: list[str], what: str) -> None:
+    """Every leaf of a run's `kind` has a unit (at its path or a prefix), every unit names a
+    leaf or a subtree of leaves."""
+    named = [p for p, _ in _flat(units, "")]
+
+    def covered(leaf):
+        return any(p == "" or leaf == p or leaf.startswith(p + ".") for p in named)
+
+    def known(p):
+        return any(p == "" or leaf == p or leaf.startswith(p + ".") for leaf in leaves)
+
+    missing = [leaf for leaf in leaves if not covered(leaf)]
+    if missing:
+        raise ValueError(
+            f"simulate: `{where}` gives no unit for {what} {_shown(missing, kind)}; its "
+            f"`{kind}` units name {_shown(named, kind)}. Add the missing entries to "
+            f"`units()[{kind!r}]` (use '-' for a dimensionless quantity)."
+        )
+    unknown = [p for p in named if not known(p)]
+    if unknown:
+        raise ValueError(
+            f"simulate: `{where}` names {_shown(unknown, kind)}, which the run does not have; its "
+            f"{what} are {_shown(leaves, kind)}. Remove or rename those entries of "
+            f"`units()[{kind!r}]`."
+        )
+
+
+def check_units(model, ys, outputs, units=None) -> None:
+    """Refuse (ValueError, naming the class and the entry) a declared `units()` that does not fit
+    a run of `model`: a state leaf of `ys`, an output leaf of `outputs` (None: not recorded, not
+    checked) or a command of `command_spec()` without a unit, or a unit naming an entry that the
+    run does not have. A `System` checks each of its objects against its part; an object that
+    declares no units (`units()` None) is not checked. `units`: `declared_units(model)` when
+    already read."""
+    from ._dynamic_object import System
+
+    if isinstance(model, System):
+        for o in model.objects:
+            sub_ys = ys.get(o.name) if isinstance(ys, dict) else None
+            sub_out = outputs.get(o.name, {}) if isinstance(outputs, dict) else None
+            check_units(o, sub_ys, sub_out)
+        return
+    units = declared_units(model) if units is None else units
+    if units is None:
+        return
+    where = f"{type(model).__name__}.units()"
+    _check_part(where, "ys", units.get("ys", {}), _leaf_paths(ys), "state leaves")
+    if outputs is not None:
+        _check_part(where, "outputs", units.get("outputs", {}), _leaf_paths(outputs), "outputs")
+    spec = model.command_spec()
+    if spec is not None:
+        _check_part(where, "args", units.get("args", {}), _command_paths(spec), "commands")
 
 
 def model_elements(model) -> dict:
@@ -153,7 +264,7 @@ def model_elements(model) -> dict:
             for o in m.objects:
                 out.update(collect(o, f"{prefix}{o.name}."))
             return out
-        dims = getattr(m, "element_dims", lambda: {})() or {}
+        dims = m.element_dims() or {}
         return {f"{prefix}{k}": v for k, v in dims.items()}
 
     found = collect(model, "")
@@ -167,15 +278,22 @@ _INFOS: "OrderedDict[Any, tuple]" = OrderedDict()
 _BY_ID: dict = {}  # id(model) -> (weak reference, part): repeated runs of one model object
 
 
-def _model_part(model) -> tuple:
+def _model_part(model, ys=None, outputs=None, checked=False) -> tuple:
     """`(units, elements)` of a model, cached by its pytree structure (names and static
-    configuration; not the parameter values, which units and dimensions do not depend on)."""
+    configuration; not the parameter values, which units and dimensions do not depend on).
+    `checked`: the units are first checked against a run's `ys` and `outputs` (`check_units`),
+    whose tree structures join the key."""
+    runs = (
+        (jax.tree_util.tree_structure(ys), jax.tree_util.tree_structure(outputs))
+        if checked
+        else None
+    )
     seen = _BY_ID.get(id(model))
-    if seen is not None and seen[0]() is model:  # the same model again: no flattening
-        return seen[1]
-    part = _model_part_by_structure(model)
+    if seen is not None and seen[0]() is model and seen[1] == runs:  # the same model again
+        return seen[2]
+    part = _model_part_by_structure(model, runs, ys, outputs)
     try:
-        _BY_ID[id(model)] = (weakref.ref(model), part)
+        _BY_ID[id(model)] = (weakref.ref(model), runs, part)
         if len(_BY_ID) > _CACHE_SIZE:
             _BY_ID.pop(next(iter(_BY_ID)))
     except TypeError:  # not weak-referenceable
@@ -183,19 +301,22 @@ def _model_part(model) -> tuple:
     return part
 
 
-def _model_part_by_structure(model) -> tuple:
+def _model_part_by_structure(model, runs, ys, outputs) -> tuple:
     try:
-        key = (type(model), jax.tree_util.tree_structure(model))
+        key = (type(model), jax.tree_util.tree_structure(model), runs)
         hash(key)
     except TypeError:  # an unhashable static field
         key = None
     if key is not None and key in _INFOS:
         _INFOS.move_to_end(key)
         return _INFOS[key]
-    units = model_units(model)
+    declared = declared_units(model)
+    if runs is not None:
+        check_units(model, ys, outputs, declared)
+    units = declared or {}
     flat = []
     for kind in ("outputs", "ys"):
-        flat += [(p, u) for p, u in _flat(units.get(kind), kind) if isinstance(u, str)]
+        flat += [(p, u) for p, u in _flat(units.get(kind, {}), kind) if isinstance(u, str)]
     flat.append(("counts", COUNT_UNIT))
     part = (tuple(flat), tuple(model_elements(model).items()))
     if key is not None:
@@ -205,9 +326,17 @@ def _model_part_by_structure(model) -> tuple:
     return part
 
 
-def run_info(model, *, solver=None, dt=None, rtol=None, atol=None, t0=None, t1=None, events=()):
-    """The `RunInfo` of a run of `model` (what `simulate` attaches to its `Solution`)."""
-    units, elements = _model_part(model)
+def run_info(
+    model, *, solver=None, dt=None, rtol=None, atol=None, t0=None, t1=None, events=(),
+    sol=None,
+):  # fmt: skip
+    """The `RunInfo` of a run of `model` (what `simulate` attaches to its `Solution`); with the
+    run's `sol`, the model's units are first checked against its states and outputs
+    (`check_units`)."""
+    if sol is None:
+        units, elements = _model_part(model)
+    else:
+        units, elements = _model_part(model, sol.ys, sol.outputs, checked=True)
     attrs = {"model": type(model).__name__, "jaxsim_version": __version__, "schema": SCHEMA}
     if getattr(model, "name", None) is not None and isinstance(model.name, str):
         attrs["model_name"] = model.name

@@ -105,7 +105,7 @@ def _with_info(run):
         info = run_info(
             model, solver=kwargs.get("solver", solver_default), dt=dt,
             rtol=kwargs.get("rtol"), atol=kwargs.get("atol"), t0=kwargs.get("t0", 0.0), t1=end,
-            events=kwargs.get("events", ()),
+            events=kwargs.get("events", ()), sol=sol,
         )  # fmt: skip
         # A shallow copy with the static field set (`dataclasses.replace` re-runs the
         # constructor: about 5x the time).

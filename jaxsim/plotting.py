@@ -8,7 +8,7 @@ install matplotlib`.
 
 The engine knows no spacecraft: quantities are named by the caller (a key of `sol.outputs`, or a
 dotted path such as `"rw.Omega"` into `sol.outputs`, else into `sol.ys`), and units come from the
-model (`model.output_units()`, passed as `units=model`). The spacecraft plots `plot_orbit`,
+model (its `units()`, passed as `units=model`). The spacecraft plots `plot_orbit`,
 `plot_attitude`, `plot_wheel_speeds` and `plot_energy_drift` with Basilisk's four totals as default
 keys live in `effectors.plotting` (which also re-exports the functions here).
 
@@ -110,13 +110,30 @@ def series(sol, key: str) -> np.ndarray:
 
 
 def _unit(units, key):
-    """The unit of `key` from a model (its `output_units()`) or a nested dict; '' when unknown."""
+    """The unit of `key` from a model (its `units()`: the outputs', else the state's, as `series`
+    looks the key up) or a nested dict; '' when unknown."""
+    from ._dynamic_object import AbstractDynamicObject
+
     if units is None:
         return ""
-    if hasattr(units, "output_units"):
-        units = units.output_units()
-    unit = _lookup(units, key)
-    return unit if isinstance(unit, str) else ""
+    if isinstance(units, AbstractDynamicObject):
+        declared = units.units() or {}
+        unit = _unit_at(declared.get("outputs"), key) or _unit_at(declared.get("ys"), key)
+    else:
+        unit = _unit_at(units, key)
+    return unit or ""
+
+
+def _unit_at(tree, key):
+    """The unit string at dotted `key` of nested units, or at a prefix of it (a unit that stands
+    for a subtree); None when absent."""
+    for part in key.split("."):
+        if isinstance(tree, str):
+            return tree
+        if not isinstance(tree, dict) or part not in tree:
+            return None
+        tree = tree[part]
+    return tree if isinstance(tree, str) else None
 
 
 def component_labels(k: int) -> list[str]:
@@ -143,7 +160,7 @@ def plot_series(sol, keys, *, units=None, time_unit: str = "min"):
 
     - `sol`: one run.
     - `keys`: names of the quantities (see `series`), one or several.
-    - `units`: the model (its `output_units()` labels the axes) or a dict keyed like
+    - `units`: the model (its `units()` label the axes) or a dict of units keyed like
       `sol.outputs`; None: no units in the labels.
     - `time_unit`: unit of the time axis.
 

@@ -18,9 +18,9 @@ to_xarray(batch_result)              # a montecarlo.BatchResult: the same names,
 
 Runs, batches and campaigns share one schema (names, dimensions, coordinates, units and
 attributes; `to_xarray` lists them under **Returns**). Units come from the model
-(`model_units(model)`: its `output_units()` and `state_units()`, a `System` nesting its objects'
-by name), recorded on the `Solution` by `simulate` (`Solution.info`); the engine holds no table of
-quantity names.
+(`model_units(model)`: its `units()`, a `System` nesting its objects' by name), checked against
+the run and recorded on the `Solution` by `simulate` (`Solution.info`); the engine holds no
+table of quantity names.
 """
 
 from typing import Any

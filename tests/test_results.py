@@ -174,7 +174,7 @@ def test_model_units_follow_the_solution_structure(sol):
         assert path in flat_out, path
     rw = fx.ReactionWheels(np.eye(3), 0.05, name="rw")
     sc_rw = fx.Spacecraft(fx.Hub(10.0, np.eye(3)), state_effectors=(rw,), name="craft")
-    assert sc_rw.state_units()["rw"] == {"Omega": "rad/s"}  # balanced wheels: no angle state
+    assert sc_rw.units()["ys"]["rw"] == {"Omega": "rad/s"}  # balanced wheels: no angle state
     system = js.System([sc_rw])
     su = results.model_units(system)
     assert su["outputs"]["craft"]["rw"]["Omega"] == "rad/s"
@@ -356,6 +356,9 @@ def test_generic_plots_name_quantities_and_take_units_from_the_model(sol):
                                   units=_spacecraft(), time_unit="s")  # fmt: skip
     ax0, ax1 = fig.get_axes()
     assert ax0.get_ylabel() == "omega_BN_B [rad/s]" and ax1.get_ylabel().endswith("[N m]")
+    # A state path takes its unit from the model's state units.
+    fig = js.plotting.plot_series(sol, "hub.sigma_BN", units=_spacecraft(), time_unit="s")
+    assert fig.get_axes()[0].get_ylabel() == "hub.sigma_BN [-]"
     np.testing.assert_array_equal(
         ax1.lines[2].get_ydata(), np.asarray(sol.outputs["gravity_gradient"]["torque_B"])[:, 2]
     )

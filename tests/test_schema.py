@@ -8,6 +8,7 @@ vmapped batch, a `run_batch` result and (in `test_campaign_store.py`) a campaign
 are errors under the project's pytest settings, so a Zarr write that warns fails here.
 """
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -191,3 +192,96 @@ def test_events_in_a_batch_and_a_campaign(tmp_path):
     )
     assert (store["event.kind"].values == [["x_zero", ""], ["x_zero", ""]]).all()
     assert store["event.y_before"].dims == ("member", "event", "event.y_before_0")
+
+
+class _Labelled(js.AbstractDynamicObject):
+    """x'' = -x with its energy and a command `args["push"]["f"]`, units given by the field
+    `declared` (so one class serves every case)."""
+
+    declared: dict | None = eqx.field(static=True, default=None)
+    name: str = eqx.field(static=True, default="osc")
+
+    def init_state(self):
+        return {"x": jnp.asarray(1.0), "v": jnp.asarray(0.0)}
+
+    def drift(self, t, y, args):
+        return {"x": y["v"], "v": -y["x"] + args["push"]["f"]}
+
+    def outputs(self, t, y, args):
+        return {"energy": 0.5 * (y["x"] ** 2 + y["v"] ** 2)}
+
+    def command_spec(self):
+        return {"push": {"f": ()}}
+
+    def units(self):
+        return self.declared
+
+
+_FULL = {
+    "ys": {"x": "m", "v": "m/s"},
+    "outputs": {"energy": "J/kg"},
+    "args": {"push": {"f": "N/kg"}},
+}
+_PUSH = {"push": {"f": 0.0}}
+
+
+def _labelled_run(declared, **kwargs):
+    m = _Labelled(declared=declared)
+    return js.simulate(m, m.init_state(), 0.2, dt=0.1, args=_PUSH, **kwargs)
+
+
+def test_declared_units_reach_the_dataset_and_undeclared_carry_none():
+    ds = _labelled_run(_FULL).to_xarray()
+    assert ds["ys.x"].attrs["units"] == "m" and ds["energy"].attrs["units"] == "J/kg"
+    bare = _labelled_run(None).to_xarray()  # undeclared: nothing checked, no units
+    assert "units" not in bare["ys.x"].attrs and "units" not in bare["energy"].attrs
+    # A unit string stands for a whole subtree (here the whole state).
+    ds = _labelled_run({**_FULL, "ys": "m"}).to_xarray()
+    assert ds["ys.x"].attrs["units"] == ds["ys.v"].attrs["units"] == "m"
+
+
+@pytest.mark.parametrize(
+    ("declared", "match"),
+    [
+        ({**_FULL, "ys": {"x": "m"}}, r"_Labelled\.units\(\)` gives no unit for state leaves \['ys\.v'\]"),
+        ({**_FULL, "ys": {"x": "m", "v": "m/s", "a": "m/s^2"}}, r"_Labelled\.units\(\)` names \['ys\.a'\]"),
+        ({**_FULL, "outputs": {}}, r"no unit for outputs \['outputs\.energy'\]"),
+        ({**_FULL, "outputs": {"energy": "J/kg", "power": "W"}}, r"names \['outputs\.power'\]"),
+        ({**_FULL, "args": {}}, r"no unit for commands \['args\.push\.f'\]"),
+        ({**_FULL, "ys": {"x": "m", "v": {"w": "m/s"}}}, r"no unit for state leaves \['ys\.v'\].*'ys\.v\.w'"),
+    ],
+    ids=["state missing", "state unknown", "output missing", "output unknown", "command missing",
+         "nested below a leaf"],
+)  # fmt: skip
+def test_units_that_do_not_fit_the_run_are_refused_by_name(declared, match):
+    with pytest.raises(ValueError, match=match):
+        _labelled_run(declared)
+    with pytest.raises(ValueError, match=match):  # under jit: when the run is traced
+        jax.jit(lambda: _labelled_run(declared))()
+
+
+def test_units_of_the_wrong_form_are_refused():
+    with pytest.raises(
+        TypeError, match=r"_Labelled\.units\(\): the unit of `ys\.x` must be a string"
+    ):
+        _labelled_run({**_FULL, "ys": {"x": 1.0, "v": "m/s"}})
+    with pytest.raises(
+        TypeError, match=r"_Labelled\.units\(\) must return None or a dict with keys"
+    ):
+        _labelled_run({**_FULL, "state": {}})
+
+
+def test_units_without_recorded_outputs_and_in_a_system():
+    # Outputs not recorded: only the state and commands are checked.
+    sol = _labelled_run({**_FULL, "outputs": {"power": "W"}}, outputs=False)
+    assert sol.info.unit("ys.x") == "m"
+    # A System checks each object against its own part; an undeclared object is not checked.
+    a, b = _Labelled(declared=_FULL, name="a"), _Labelled(name="b")
+    system = js.System([a, b])
+    args = {"a": _PUSH, "b": _PUSH}
+    sol = js.simulate(system, system.init_state(), 0.2, dt=0.1, args=args)
+    assert sol.info.unit("outputs.a.energy") == "J/kg" and sol.info.unit("ys.b.x") is None
+    assert system.units()["args"] == {"a": {"push": {"f": "N/kg"}}}
+    bad = js.System([_Labelled(declared={**_FULL, "ys": {"x": "m"}}, name="a"), b])
+    with pytest.raises(ValueError, match=r"no unit for state leaves \['ys\.v'\]"):
+        js.simulate(bad, bad.init_state(), 0.2, dt=0.1, args=args)

@@ -126,7 +126,7 @@ def run_campaign(
     - `config`: JSON-serializable metadata (e.g. a model version) stored in the manifest and
       compared on resume.
     - `units`: units of outputs for the store's `units` attributes, nested like the outputs
-      (e.g. `{"outputs": model.output_units()}` for a `Solution`); keys as `summarize` returns
+      (e.g. `{"outputs": model.units()["outputs"]}` for a `Solution`); keys as `summarize` returns
       them (`"outputs/omega_BN_B"`). The dispersions' `unit=` and the times (`ts`, `t_final`:
       s) are recorded without it. Written when the store is created.
     - `load`: read the campaign back at the end (default); `False` returns `None` instead, for

@@ -13,7 +13,8 @@ an oracle that needs no knowledge of the effector's equations:
 - `check_state_refused`: `simulate` refuses an initial state with a misspelt key, naming it;
 - `check_commands_declared` / `check_commands_refused`: the commands it reads are declared
   (`init_commands()`, with units), and `simulate` refuses a misspelt key or a wrong shape by name;
-- `check_units`: every state leaf and every output entry has a unit;
+- `check_units`: every state leaf, output entry and command has a unit (`units()`), and no unit
+  names an entry the effector lacks;
 - `check_basilisk`: where Basilisk has the model, the first samples of its stored reference run
   (`tests/data`, Basilisk 2.12.1's RK4 at the same step) are reproduced to round-off.
 
@@ -65,7 +66,6 @@ class Entry:
       rates of its mass properties along its state (False where a variable-mass model reports
       Basilisk's approximation instead, e.g. a fuel tank);
     - `fd_step`: the relative step of the central differences;
-    - `user_units`: its state is in the user's units (a noise state): no unit to declare;
     - `reference`: `(name, spec -> Spacecraft)`: a Basilisk reference run of `tests/data` and the
       spacecraft built from its spec.
     """
@@ -77,7 +77,6 @@ class Entry:
     conservative: bool = False
     mass_rates: bool = True
     fd_step: float = FD_REL_STEP
-    user_units: bool = False
     reference: tuple | None = None
 
     def __repr__(self):
@@ -210,20 +209,26 @@ def check_commands_refused(entry: Entry):
 
 
 def check_units(entry: Entry):
+    """The effector's `units()` give a unit to each of its state leaves and commands and name no
+    other; the spacecraft's composed `units()` pass `simulate`'s check against a run (traced
+    with `jax.eval_shape`), which covers every state leaf and recorded output."""
     sc, y0 = entry.build()
-    if entry.user_units:
-        return
-    units = sc.units()
-    if entry.effector in y0:
-        x = y0[entry.effector]
-        state_units = units["ys"].get(entry.effector)
-        if isinstance(x, dict):
-            assert state_units is not None and set(state_units) == set(x), (state_units, x)
-        else:  # an array state: one unit, or none where the user's quantity sets it (noise)
-            assert state_units is None or isinstance(state_units, str), state_units
-    outputs = jax.eval_shape(lambda y: sc.derived(0.0, y, None), y0).get(entry.effector, {})
-    flat = {k for k, v in outputs.items() if not isinstance(v, dict)}
-    assert flat <= set(units["outputs"].get(entry.effector, {})), (flat, units["outputs"])
+    effector = next(e for e in fx._spacecraft._all_effectors(sc) if e.name == entry.effector)
+    units = effector.units()
+    assert set(units) == {"ys", "outputs", "args"}, units
+    assert set(units["args"]) == set(effector.init_commands() or {}), units["args"]
+    x = y0.get(entry.effector)
+    if isinstance(x, dict):
+        assert set(units["ys"]) == set(x), (units["ys"], x)
+    elif x is not None:  # an array state: one unit for it
+        assert isinstance(units["ys"], str) and units["ys"], units["ys"]
+    else:
+        assert not units["ys"], units["ys"]
+    sol = jax.eval_shape(lambda: js.simulate(sc, y0, 0.05, dt=0.05))
+    for field in ("ys", "outputs"):
+        for path, _ in jax.tree_util.tree_flatten_with_path(getattr(sol, field))[0]:
+            dotted = ".".join([field, *(str(k.key) for k in path)])
+            assert sol.info.unit(dotted), f"no unit for {dotted}"
 
 
 def check_basilisk(entry: Entry):

@@ -620,7 +620,7 @@ def test_init_state_outputs_and_units():
     assert float(out["fuelMass"]) == 6.0 and float(out["maxFuelMass"]) == 15.0
     np.testing.assert_allclose(np.asarray(out["r_TcB_B"]), [0.1, 0, 0])
     np.testing.assert_allclose(np.diag(np.asarray(out["ITankPntT_B"])), 0.4 * 6.0 * 0.25)
-    assert sc.state_units()["tank"] == {"mass": "kg"}
-    assert set(sc.output_units()["tank"]) == set(out)
+    assert sc.units()["ys"]["tank"] == {"mass": "kg"}
+    assert set(sc.units()["outputs"]["tank"]) == set(out)
     mp_c = np.asarray(sc.outputs(0.0, y0, None)["c_B"])
     np.testing.assert_allclose(mp_c, [6.0 * 0.1 / 506.0, 0, 0], rtol=REL_TOL_ROUNDOFF)

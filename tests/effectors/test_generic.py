@@ -171,7 +171,7 @@ REGISTRY = [
     E("mean_reverting_noise", "noise",
       lambda: _spacecraft([fx.MeanRevertingNoise(2.0, 0.1, [1e-3, -2e-3, 5e-4], name="noise")],
                           [fx.StochasticTorque("noise", name="torque")]),
-      lambda s: s.state_effectors[0].tau, user_units=True),
+      lambda s: s.state_effectors[0].tau),
     E("stochastic_torque", "torque",
       lambda: _spacecraft([fx.MeanRevertingNoise(2.0, 0.1, [1e-3, -2e-3, 5e-4], name="noise")],
                           [fx.StochasticTorque("noise", scale=2.0, name="torque")]),
