@@ -26,6 +26,7 @@ from ._types import (
     MassContext,
     MassProps,
 )
+from ._unit_params import command
 
 
 class AbstractEffector(eqx.Module):
@@ -40,7 +41,7 @@ class AbstractEffector(eqx.Module):
     - `reads_states`: names of state effectors whose states it reads from `ctx.states`;
     - `UNITS`, `units()`: units of its states, outputs and commands, by name;
     - `ELEMENT_DIM`: the dimension of its units in result datasets;
-    - `init_commands()`: the commands it reads from `args[name]`;
+    - `init_commands()`: the commands it reads from `args[name]` (with `read_command`);
     - `mass_flow(mctx)`: its propellant mass flow [kg/s] per unit (thrusters);
     - `physical_checks(x)`: traced checks of its parameters (and state);
     - `breakpoints()`, `check_solver(solver, dt)`.
@@ -78,6 +79,14 @@ class AbstractEffector(eqx.Module):
         that do not declare it): undeclared, not checked; the spacecraft then accepts any other
         top-level key of `args`."""
         return None
+
+    def read_command(self, args, key: str, default=None):
+        """`args[name][key]`, this effector's command `key`, else `default` (also when `args` is
+        not a dict): where effectors read their commands. On a clocked run `args` is the user's
+        with the flight software's held outputs at their addresses. `simulate` has checked the
+        keys and shapes against `init_commands()` and tagged units (`jaxsim.Quantity`) against
+        `units()["args"]`; the value is a plain array in the declared unit."""
+        return command(args, self.name, key, default)
 
     def units(self) -> dict:
         """Units of what this effector records, keyed as the results are:

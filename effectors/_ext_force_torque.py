@@ -66,10 +66,9 @@ class ExtForceTorque(AbstractDynamicEffector):
         F_N = evaluate(self.force_N, ctx.t)
         F_B = evaluate(self.force_B, ctx.t)
         tau = evaluate(self.torque_B, ctx.t)
-        cmd = ctx.args.get(self.name, {}) if isinstance(ctx.args, dict) else {}
-        F_N = F_N + cmd.get("force_N", 0.0)
-        F_B = F_B + cmd.get("force_B", 0.0)
-        tau = tau + cmd.get("torque_B", 0.0)
+        F_N = F_N + self.read_command(ctx.args, "force_N", 0.0)
+        F_B = F_B + self.read_command(ctx.args, "force_B", 0.0)
+        tau = tau + self.read_command(ctx.args, "torque_B", 0.0)
         return ForceTorque(jnp.asarray(F_N), jnp.asarray(F_B), jnp.asarray(tau))
 
     # Units of the outputs (and commands) by name (`units()`).

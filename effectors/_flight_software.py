@@ -473,6 +473,17 @@ class RWAttitudeFSW(AbstractDiscreteModel):
         checks that they exist): the reaction wheels."""
         return (self.wheels,)
 
+    def units(self) -> dict:
+        """Units of the held outputs (`simulate` compares the wheels' with `ReactionWheels`'
+        declared command unit): motor torques [N m], the required torque [N m], the attitude
+        error [-] and rate error [rad/s]."""
+        return {
+            "held": {
+                self.wheels: {"motor_torque": "N m"},
+                self.name: {"L_r_B": "N m", "sigma_BR": "-", "omega_BR_B": "rad/s"},
+            }
+        }
+
     def __init__(
         self,
         clock: AbstractClock,

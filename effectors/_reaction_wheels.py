@@ -478,11 +478,8 @@ class ReactionWheels(AbstractStateEffector):
     def command(self, t, args) -> Float[Array, " n"]:
         """Commanded motor torque [N m] before limits: `motor_torque(t)` plus `args[name]["motor_torque"]`."""
         u = jnp.broadcast_to(jnp.asarray(evaluate(self.motor_torque, t), float), (self.num_wheels,))
-        if isinstance(args, dict):
-            cmd = args.get(self.name, None)
-            if isinstance(cmd, dict) and "motor_torque" in cmd:
-                u = u + jnp.asarray(cmd["motor_torque"])
-        return u
+        cmd = self.read_command(args, "motor_torque")
+        return u if cmd is None else u + jnp.asarray(cmd)
 
     def limit_torque(self, u, Omega) -> Float[Array, " n"]:
         """Apply the command limits (clip, deadband, power, speed) to torques `u` at speeds `Omega`."""

@@ -64,6 +64,7 @@ from jaxsim.validation import (
 from ._effector import AbstractDynamicEffector
 from ._physical import nonnegative, positive
 from ._types import ForceTorque, HubContext, MassContext, supplied
+from ._unit_params import command
 
 
 # Standard gravity [m/s^2] in the rocket equation mdot = F / (Isp g0) (CGPM 1901, exact; Basilisk's
@@ -221,11 +222,11 @@ class OnTimeSchedule(AbstractSignal):
 def on_time_command_state(name, args, n, t):
     """Firing state `(n,)` from the flight-software command `args[name]` (`on_time`,
     `on_time_start`) at `t`; zeros without a command."""
-    cmd = args.get(name, {}) if isinstance(args, dict) else {}
-    if "on_time" not in cmd:
+    on_time = command(args, name, "on_time")
+    if on_time is None:
         return jnp.zeros(n)
-    T = jnp.broadcast_to(jnp.asarray(cmd["on_time"]), (n,))
-    start = jnp.asarray(cmd.get("on_time_start", 0.0))
+    T = jnp.broadcast_to(jnp.asarray(on_time), (n,))
+    start = jnp.asarray(command(args, name, "on_time_start", 0.0))
     return _on_time_window(T, start, t)
 
 
@@ -401,8 +402,8 @@ class Thrusters(AbstractDynamicEffector):
         (throttle, on-time firing state), clipped; 0 while a starving tank that feeds the set is
         empty (`FuelTank(starve_thrusters=True)`, the default)."""
         u = jnp.broadcast_to(evaluate(self.throttle, ctx.t), (self.n,))
-        cmd = ctx.args.get(self.name, {}) if isinstance(ctx.args, dict) else {}
-        u = u + jnp.broadcast_to(jnp.asarray(cmd.get("throttle", 0.0)), (self.n,))
+        throttle = self.read_command(ctx.args, "throttle", 0.0)
+        u = u + jnp.broadcast_to(jnp.asarray(throttle), (self.n,))
         u = u + on_time_command_state(self.name, ctx.args, self.n, ctx.t)
         return jnp.clip(u, 0.0, 1.0) * supplied(ctx, self.name)
 
@@ -514,6 +515,11 @@ class OnTimeFSW(AbstractDiscreteModel):
     def command_addresses(self) -> tuple:
         """The commanded thruster effector (`simulate` checks that it exists)."""
         return (self.thrusters,)
+
+    def units(self) -> dict:
+        """Units of the held outputs: on-times and their issue time [s] (`simulate` compares them
+        with the thrusters' declared command units)."""
+        return {"held": {self.thrusters: {"on_time": "s", "on_time_start": "s"}}}
 
     def __init__(
         self,

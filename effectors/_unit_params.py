@@ -62,13 +62,16 @@ def input_at(value, t, n: int):
     return jnp.broadcast_to(jnp.asarray(evaluate(value, t), dtype=float), (n,))
 
 
-def command(args, name: str, key: str):
-    """`args[name][key]` when present (commands written by flight software), else None."""
+def command(args, name: str, key: str, default=None):
+    """`args[name][key]` when present, else `default`: the one place where effectors read their
+    commands (the user's `args`, or on a clocked run the view with the flight software's held
+    outputs at their addresses, `jaxsim`'s `with_held`). `simulate` has checked the keys, shapes
+    and tagged units against `init_commands()` and `units()["args"]`."""
     if isinstance(args, dict):
         sub = args.get(name)
         if isinstance(sub, dict):
-            return sub.get(key)
-    return None
+            return sub.get(key, default)
+    return default
 
 
 def check_flags(cls: str, arg: str, value, n: int) -> tuple:

@@ -57,6 +57,7 @@ from ._dynamic_object import (
     System as System,
 )
 from ._events import Event as Event, EventLog as EventLog
+from ._quantity import Quantity as Quantity
 from ._results import RESULTS as RESULTS
 from ._sde_solvers import (
     SRA1 as SRA1,

@@ -19,7 +19,13 @@ args seen by drift / update / events = {**user_args, **held_outputs_of_all_model
 
 So a controller returning `{"motor": {"u": 0.3}}` is read by the plant as `args["motor"]["u"]`, the
 same convention as `effectors` commands (`args[effector_name][key]`). Two models may not write the
-same top-level key; `user_args` must then be a dict (or None).
+same top-level key, nor a key of `user_args`, which must then be a dict (or None).
+
+The drivers keep the two apart: the user's `args` are passed on as given (never updated), the held
+outputs travel in the drivers' own typed loop state (`held`, beside `args`), and the view above is
+built where a function is called, by one function (`with_held`). What a user's model, a discrete
+model or an event receives as `args` is therefore the same on every path, and the driver's own
+data (segment bounds, event arming) never enters it.
 
 Tick semantics (bdsim's, made exact):
 
@@ -41,7 +47,7 @@ nanosecond task scheduler.
 import abc
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -88,6 +94,17 @@ def as_rational(cls: str, arg: str, value) -> Fraction:
             f"exactly); got {x!r}. Pass a fractions.Fraction or a string like '1/3'."
         )
     return r
+
+
+def with_held(args, held) -> dict:
+    """The `args` that a model, a discrete model or an event reads at a time of a clocked run:
+    `{**args, **held outputs of every discrete model}` (`held`: `{model name: {address:
+    value}}`), a new dict (the user's `args` are not changed)."""
+    out = dict(args) if isinstance(args, Mapping) else {}
+    for h in held.values():
+        if isinstance(h, Mapping):
+            out.update(h)
+    return out
 
 
 class AbstractClock(eqx.Module):
@@ -148,9 +165,9 @@ class Schedule(AbstractClock):
 class AbstractDiscreteModel(eqx.Module):
     """A discrete-time model on a clock (a flight-software module).
 
-    Subclasses define `name` (static), `clock`, `init_state()` and `update`; `init_outputs` and
-    `sequential` have defaults. See the module docstring for the tick semantics and the `args`
-    convention.
+    Subclasses define `name` (static), `clock`, `init_state()` and `update`; `init_outputs`,
+    `sequential`, `command_addresses`, `units()` and `prepare()` have declared defaults. See the
+    module docstring for the tick semantics and the `args` convention.
     """
 
     name: eqx.AbstractVar[str]
@@ -160,6 +177,22 @@ class AbstractDiscreteModel(eqx.Module):
     def sequential(self) -> bool:
         """False: Jacobi update with the clocks; True: run after them, in declaration order."""
         return False
+
+    @property
+    def command_addresses(self) -> tuple[str, ...]:
+        """Held-output addresses that command effectors of the simulated model (e.g. the name of
+        the wheels that an attitude controller drives): `simulate` refuses the run when the model
+        reads commands only and has no such address (the command would be ignored). Default:
+        none (`()`)."""
+        return ()
+
+    def units(self) -> dict | None:
+        """Units of what this model writes: `{"held": {address: {key: unit}}}` (a unit string
+        may stand for a whole subtree). `simulate` compares them with the units the simulated
+        model declares for the commands they feed (its `units()["args"]`) and refuses a
+        different one by name (`"mN m"` written where `"N m"` is read). Default None:
+        undeclared, not compared."""
+        return None
 
     @abc.abstractmethod
     def init_state(self) -> Any:
@@ -198,6 +231,8 @@ class DiscreteModel(AbstractDiscreteModel):
     - `z0`: initial discrete state pytree (default `{}`).
     - `held0`: held outputs before the first tick (default zeros).
     - `sequential`: run after the Jacobi clocks of the same instant, in declaration order.
+    - `units`: units of the held outputs, `{address: {key: unit}}` (default None: undeclared);
+      `simulate` compares them with the units the model declares for those commands.
     """
 
     name: str = eqx.field(static=True)
@@ -206,6 +241,7 @@ class DiscreteModel(AbstractDiscreteModel):
     z0: Any
     held0: Any
     is_sequential: bool = eqx.field(static=True)
+    held_units: Any = eqx.field(static=True)
 
     def __init__(
         self,
@@ -216,6 +252,7 @@ class DiscreteModel(AbstractDiscreteModel):
         held0: Any = None,
         *,
         sequential: bool = False,
+        units: dict | None = None,
     ):
         self.name = check_name("DiscreteModel", "name", name)
         if not isinstance(clock, AbstractClock):
@@ -229,10 +266,14 @@ class DiscreteModel(AbstractDiscreteModel):
         self.z0 = {} if z0 is None else jtu.tree_map(jnp.asarray, z0)
         self.held0 = held0
         self.is_sequential = bool(sequential)
+        self.held_units = _checked_units(name, units)
 
     @property
     def sequential(self):
         return self.is_sequential
+
+    def units(self):
+        return None if self.held_units is None else {"held": _thaw(self.held_units)}
 
     def init_state(self):
         return self.z0
@@ -242,6 +283,32 @@ class DiscreteModel(AbstractDiscreteModel):
 
     def init_outputs(self, y0, args):
         return self.held0
+
+
+def _checked_units(name: str, units):
+    """`DiscreteModel`'s `units` as a hashable tree (a static field): nested `(key, value)`
+    tuples of unit strings, each one read by `parse_unit`."""
+    from ._quantity import parse_unit
+
+    if units is None:
+        return None
+
+    def freeze(node, path):
+        if isinstance(node, str):
+            parse_unit(node, f"DiscreteModel {name!r}: `units{path}`")
+            return node
+        if not isinstance(node, dict):
+            raise TypeError(
+                f"DiscreteModel {name!r}: `units{path}` must be a unit string or a dict of "
+                f"them, keyed like the held outputs; got {type(node).__name__}."
+            )
+        return tuple((k, freeze(v, f"{path}[{k!r}]")) for k, v in node.items())
+
+    return freeze(units, "")
+
+
+def _thaw(node):
+    return node if isinstance(node, str) else {k: _thaw(v) for k, v in node}
 
 
 @dataclasses.dataclass(frozen=True)

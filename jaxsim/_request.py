@@ -34,7 +34,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from ._checks import _validity, args_as_traced, match_tree, model_as_traced
-from ._clocks import AbstractDiscreteModel, plan_ticks
+from ._clocks import AbstractDiscreteModel, plan_ticks, with_held
 from ._dynamic_object import (
     AbstractDynamicObject,
     ArrayCommand,
@@ -43,6 +43,7 @@ from ._dynamic_object import (
     structure_key,
 )
 from ._events import Event
+from ._quantity import is_quantity, parse_unit
 from ._route import _DIFFRAX_SDE_ONLY, SolverKind, route, solver_kind
 from ._signals import AbstractSignal
 from ._solvers import AbstractFixedStepSolver, AbstractSolver
@@ -403,14 +404,97 @@ def _check_flat(model, args, label, readers, routed, key=None) -> None:
         )
 
 
-def merged(args, held):
-    """`{**args, **held outputs of every discrete model}` (`held`: `{model name: {address: value}}`):
-    what discrete models, events and the model read at a tick."""
-    out = {} if not isinstance(args, Mapping) else dict(args)
-    for h in held.values():
-        if isinstance(h, Mapping):
-            out.update(h)
+# --------------------------------------------------------------------------------------------------
+# Units of commands: `Quantity` values in `args`, the declared units of flight-software outputs
+
+
+# `model.units()["args"]` per model structure (`structure_key`): a spacecraft's `units()` traces
+# its outputs (about 20 ms), read only when a unit is to be compared.
+_UNITS: dict = {}
+
+
+def _command_units(model, key=None):
+    """The units the model declares for its commands (`units()["args"]`: `{address: {key:
+    unit}}`, or a unit string for an address read as one array); `{}` when it declares none."""
+    key = structure_key(model) if key is None else key
+    if key is not None and key in _UNITS:
+        return _UNITS[key]
+    units = model.units()
+    out = units.get("args", {}) if isinstance(units, Mapping) else {}
+    if key is not None:
+        if len(_UNITS) >= 256:
+            _UNITS.clear()
+        _UNITS[key] = out
     return out
+
+
+def _path(label: str, path: tuple) -> str:
+    return label + "".join(f"[{k!r}]" for k in path)
+
+
+def _unit_pairs(value, declared, path=()):
+    """`(path, value, declared unit)` for each leaf of `value` where `declared` (a unit tree keyed
+    like `value`, a string standing for a whole subtree) gives a unit."""
+    if isinstance(declared, str):
+        yield path, value, declared
+    elif isinstance(declared, Mapping) and isinstance(value, Mapping):
+        for k, v in value.items():
+            if k in declared:
+                yield from _unit_pairs(v, declared[k], path + (k,))
+
+
+def untag_args(model, args, key=None):
+    """`args` with every `Quantity` replaced by its value, after comparing its unit with the one
+    the model declares for that command (`units()["args"]`); a different unit is a ValueError
+    naming the argument and both units. A `Quantity` where the model declares no unit is passed
+    on unchecked. Plain values carry no unit and are read in the declared one."""
+    if args is None or not any(is_quantity(x) for x in jtu.tree_leaves(args, is_leaf=is_quantity)):
+        return args
+    declared = _command_units(model, key)
+    for path, value, unit in _unit_pairs(args, declared):
+        tagged = [
+            (p, q)
+            for p, q in jtu.tree_leaves_with_path(value, is_leaf=is_quantity)
+            if is_quantity(q)
+        ]
+        for sub, q in tagged:
+            if parse_unit(q.unit) != parse_unit(unit, f"{type(model).__name__}.units()"):
+                where = _path("args", path) + jtu.keystr(sub)
+                raise ValueError(
+                    f"simulate: `{where}` is given in {q.unit!r}, but `model` "
+                    f"{type(model).__name__} {model.name!r} reads it in {unit!r}; units are "
+                    f"not converted: give the value in {unit!r} (a plain array is read in it)."
+                )
+    return jtu.tree_map(lambda x: x.value if is_quantity(x) else x, args, is_leaf=is_quantity)
+
+
+def check_held_units(model, models, held0, key=None) -> None:
+    """The units a discrete model declares for its held outputs (`units()["held"]`) against
+    those the model declares for the commands they feed (`units()["args"]`): a different unit
+    is a ValueError naming the discrete model, the output and both units. Outputs or commands
+    without a declared unit are not compared."""
+    written = {m.name: (m.units() or {}).get("held") for m in models}
+    if not any(written.values()):
+        return
+    declared = _command_units(model, key)
+    for m in models:
+        units = written[m.name]
+        h = held0.get(m.name)
+        if not units or not isinstance(h, Mapping):
+            continue
+        for path, _, want in _unit_pairs(h, declared):
+            node = units
+            for k in path:
+                node = node.get(k) if isinstance(node, Mapping) else node
+            if not isinstance(node, str):
+                continue
+            where = f"{type(m).__name__}.units()['held']"
+            if parse_unit(node, where) != parse_unit(want, f"{type(model).__name__}.units()"):
+                raise ValueError(
+                    f"simulate: discrete model {m.name!r} writes `{_path('args', path)}` in "
+                    f"{node!r} ({where}), but `model` {type(model).__name__} {model.name!r} "
+                    f"reads it in {want!r}; units are not converted."
+                )
 
 
 def _describe(tree):
@@ -500,7 +584,7 @@ def initial_held(models, y0, args, t0) -> dict:
         if not missing:
             break
         for m in missing:
-            known = merged(args, held)
+            known = with_held(args, held)
 
             def probe(m=m, known=known):
                 # As the drivers tick: the model's parameter-only work done (`prepare`).
@@ -600,7 +684,7 @@ def args_readers(models, events, t0, y0, args, held0):
 
 def _args_readers(models, events, t0, y0, args, held0):
     seen: set = set()
-    full = merged(args, held0)
+    full = with_held(args, held0)
     z0 = {m.name: m.init_state() for m in models}
     t = jnp.asarray(t0, dtype=float)
     calls = []
@@ -625,7 +709,7 @@ def check_held_commands(model, models, held0, readers, key=None) -> None:
     """Held outputs of discrete models (flight software) that address the model's effectors.
 
     An address that the model declares is checked as `args` is (unknown keys, shapes). An address a
-    discrete model declares as a command for the model's effectors (`command_addresses`, e.g.
+    discrete model declares as a command for the model's effectors (its `command_addresses`, e.g.
     `RWAttitudeFSW`'s `wheels`) must exist in the model when the model reads commands only; so must
     any other held address that no discrete model or event reads and that is not a discrete
     model's own name (its diagnostics, e.g. `RWAttitudeFSW`'s attitude errors).
@@ -640,7 +724,7 @@ def check_held_commands(model, models, held0, readers, key=None) -> None:
     # checked against that object's commands.
     objects = {o.name: o for o in model.objects} if isinstance(model, System) else {}
     for m in models:
-        declared = tuple(getattr(m, "command_addresses", ()))
+        declared = tuple(m.command_addresses)
         missing = [a for a in declared if a not in spec]
         if missing and reads_only:
             raise ValueError(
@@ -1261,7 +1345,7 @@ def _check_clocked(r: dict, kind: SolverKind) -> dict:
     disc = check_discontinuities(model, r["discontinuities"], t0, t1)
     held0 = initial_held(clocks, y0, args, t0)
     check_held_keys(clocks, held0, args)
-    check_resets(events, y0, {m.name: m.init_state() for m in clocks}, merged(args, held0), t0)
+    check_resets(events, y0, {m.name: m.init_state() for m in clocks}, with_held(args, held0), t0)
     grid = on_grid(r["solver"], kind.adaptive, r["dt"], events, disc, t0, plan.times, r["ts"])
     if not grid:
         # Solves between boundaries (diffeqsolve segments), each with `max_steps`.
@@ -1390,6 +1474,7 @@ def build_request(
     discontinuities = tuple(discontinuities)
     model = model_as_traced(model)
     skey = structure_key(model)
+    args = untag_args(model, args, skey)  # `Quantity` commands: units compared, values kept
     y0 = check_y0(model, y0, skey)
     check_physical(model, y0)
     check_times(t0, t1, ts, dt, sample_dt)
@@ -1467,4 +1552,5 @@ def build_request(
     r["args"] = args_as_traced(args)
     if r.get("held0"):
         check_held_commands(model, clocks, r["held0"], readers, skey)
+        check_held_units(model, clocks, r["held0"], skey)
     return Request(**r)

@@ -59,5 +59,4 @@ stated in `_events.py` and `_guard.py`.
 **Reference:** Hairer, Norsett & Wanner, *Solving ODEs I*, sec. II.4 and II.6.
 """
 
-from ._driver import merge_args as merge_args
 from ._setup import simulate_clocked as simulate_clocked

@@ -7,6 +7,8 @@ import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 
+from .._clocks import with_held
+
 
 def where(c, a, b):
     """`a` where `c` else `b`, leaf by leaf (`c` a scalar boolean)."""
@@ -121,6 +123,32 @@ class Status(eqx.Module):
     stopped: jax.Array
     overflow: jax.Array
     result: Any
+
+
+class SegmentInputs(eqx.Module):
+    """The `args` of one segment's solve (diffrax passes them to every term and solver call): the
+    driver's own data beside the user's `args` and the held outputs, each in its own field.
+
+    - `args`: the user's `args`, as given to `simulate`;
+    - `held`: the held outputs `{model name: {address: value}}` over the segment;
+    - `lo`, `hi`: the times one ulp inside the segment at which the drift is evaluated;
+    - `t_start`: the segment's start; `override`, `sign`, `disabled`: the event arming there
+      (`Arming`).
+
+    `model_args()` is what the model and the events read (`jaxsim._clocks.with_held`).
+    """
+
+    args: Any
+    held: Any
+    lo: jax.Array
+    hi: jax.Array
+    t_start: jax.Array
+    override: jax.Array
+    sign: jax.Array
+    disabled: jax.Array
+
+    def model_args(self):
+        return with_held(self.args, self.held)
 
 
 class Carry(eqx.Module):

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from .._clocks import with_held
 from .._compile import jit as jaxsim_jit
 from .._diffrax_core import DiffraxSegments
 from .._events import EventLog
@@ -17,7 +18,18 @@ from .._host_checks import CLOCKED_CAUSES, SEGMENT_FAILED, clocked_message
 from .._results import RESULTS
 from .._solution import finish, make_stats
 from . import _event_rules as rules, _segments as segments
-from ._carry import Arming, Carry, EventLogBuffer, Samples, Status, Tally, nan_rows, set_rows, where
+from ._carry import (
+    Arming,
+    Carry,
+    EventLogBuffer,
+    Samples,
+    SegmentInputs,
+    Status,
+    Tally,
+    nan_rows,
+    set_rows,
+    where,
+)
 from ._guard import EventGuardSolver
 
 
@@ -28,18 +40,10 @@ class Static(eqx.Module):
     progress: Any = None  # a `jaxsim._progress.Reporter` (its token is an argument) or None
 
 
-def merge_args(user_args, held):
-    """`{**user_args, **held outputs of every model}` (held: `{model_name: {address: value}}`)."""
-    out = {} if user_args is None else dict(user_args)
-    for h in held.values():
-        out.update(h)
-    return out
-
-
 def tick(models, args, t_k, y, z, held, due):
     """Clock updates due at `t_k` (`due[i]` for model i): Jacobi models from the pre-tick values,
     then sequential ones in declaration order, each seeing the outputs updated before it."""
-    args_pre = merge_args(args, held)
+    args_pre = with_held(args, held)
     z_new, held_new = dict(z), dict(held)
     for i, md in enumerate(models):
         if not md.sequential:
@@ -48,7 +52,7 @@ def tick(models, args, t_k, y, z, held, due):
             held_new[md.name] = where(due[i], hi, held[md.name])
     for i, md in enumerate(models):
         if md.sequential:
-            zi, hi = md.update(t_k, y, z_new[md.name], merge_args(args, held_new))
+            zi, hi = md.update(t_k, y, z_new[md.name], with_held(args, held_new))
             z_new[md.name] = where(due[i], zi, z_new[md.name])
             held_new[md.name] = where(due[i], hi, held_new[md.name])
     return z_new, held_new
@@ -81,7 +85,7 @@ class _Run:
         def drift(t, y, a):
             # One ulp inside the segment: sources with an edge at a boundary are seen at their
             # left limit before it and their right limit after it.
-            return model.drift(segments.inside(t, a["lo"], a["hi"]), y, a["args"])
+            return model.drift(segments.inside(t, a.lo, a.hi), y, a.model_args())
 
         # The diffrax core: flat state, the model's step map (MRP shadow-set switch, wheel
         # friction modes) after every accepted step, as in the plain drivers.
@@ -125,21 +129,22 @@ def _boundaries(plan, nm, disc, cfg):
     return B, ids, due_tab, num_tab
 
 
-def _initial_step(run, y0, args0, B):
+def _initial_step(run, y0, held0, B):
     """`(dt_proposed, controller_state, rhs)` before the first segment."""
     cfg, num = run.cfg, run.num
     if not cfg.adaptive:
         return num["dt"], None, 0
     pid = segments.pid(num, cfg)
-    a0 = {
-        "args": args0,
-        "lo": segments.next_up(run.t0),
-        "hi": segments.next_down(B[0]),
-        "t_start": run.t0,
-        "ov": jnp.zeros((run.n_ev,), bool),
-        "ovs": jnp.ones((run.n_ev,)),
-        "dis": jnp.zeros((run.n_ev,), bool),
-    }
+    a0 = SegmentInputs(
+        args=run.args,
+        held=held0,
+        lo=segments.next_up(run.t0),
+        hi=segments.next_down(B[0]),
+        t_start=run.t0,
+        override=jnp.zeros((run.n_ev,), bool),
+        sign=jnp.ones((run.n_ev,)),
+        disabled=jnp.zeros((run.n_ev,), bool),
+    )
     d = run.dsolver
     if not cfg.has_dt and cfg.has_y:
         v0 = run.pack(y0)
@@ -153,8 +158,8 @@ def _initial_step(run, y0, args0, B):
 
 def _initial_carry(run, y0, z0, held0, B):
     cfg, n_ev, n_s, ts = run.cfg, run.n_ev, run.n_s, run.ts
-    args0 = merge_args(run.args, held0)
-    dtp0, cstate0, rhs0 = _initial_step(run, y0, args0, B)
+    args0 = with_held(run.args, held0)
+    dtp0, cstate0, rhs0 = _initial_step(run, y0, held0, B)
     at0 = ts == run.t0
 
     def first_rows(val, n=n_s):
@@ -225,11 +230,11 @@ def run_clocked(
         kk = jnp.minimum(c.k, n_total - 1)
         t_a = c.t
         t_b = jnp.where(done, t_a, jnp.minimum(B[kk], c.arming.cap))
-        args_m = merge_args(args, c.held)
+        args_m = with_held(args, c.held)
         seg = jax.lax.cond(
             done,
             lambda _: segments.skip(run, c),
-            lambda _: segments.solve_diffrax(run, t_a, t_b, c, args_m),
+            lambda _: segments.solve_diffrax(run, t_a, t_b, c),
             None,
         )
         # A failed segment (max steps, non-finite state, event not located) ends the run: at the
@@ -376,5 +381,5 @@ def _assemble(run, c, n_total):
     return finish(
         model, run.args, ts, by, stats, result, t_final, outputs=cfg.outputs, zs=c.samples.z,
         held=c.samples.held, clock_logs=logs, events=ev_log,
-        derive_args=lambda h: merge_args(run.args, h),
+        derive_args=lambda h: with_held(run.args, h),
     )  # fmt: skip

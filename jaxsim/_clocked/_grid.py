@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from .._clocks import with_held
 from .._compile import jit as jaxsim_jit
 from .._fixed_grid import scan_grid
 from .._host_checks import clocked_message
@@ -26,7 +27,7 @@ from .._layout import StateLayout
 from .._results import RESULTS
 from .._solution import check_finite, finish, make_stats
 from ._carry import nan_rows
-from ._driver import merge_args, tick
+from ._driver import tick
 from ._segments import inside, next_down, next_up
 
 
@@ -121,7 +122,7 @@ def run_grid(model, models, y0, args, held0, ts, solver, grid, static):
 
     def before_step(n, t, y, aux):
         aux = tick_and_log(n, t, y, aux)
-        return aux, (merge_args(args, aux[1]), grid.lo[n], grid.hi[n])
+        return aux, (with_held(args, aux[1]), grid.lo[n], grid.hi[n])
 
     def advance(n, t, y, extra, inputs):
         args_m, lo, hi = inputs
@@ -159,5 +160,5 @@ def run_grid(model, models, y0, args, held0, ts, solver, grid, static):
         clock_logs[md.name] = {"t": jnp.asarray(plan.model_times[i]), **rows}
     return finish(
         model, args, ts, ys, stats, result, t_final, outputs=cfg.outputs, counts=cs, zs=zs,
-        held=hs, clock_logs=clock_logs, derive_args=lambda h: merge_args(args, h),
+        held=hs, clock_logs=clock_logs, derive_args=lambda h: with_held(args, h),
     )  # fmt: skip

@@ -191,7 +191,7 @@ def check_step(
     n = len(events)
     t0, t1 = jnp.asarray(t0, float), jnp.asarray(t1, float)
     interp = interpolation_cls(t0=t0, t1=t1, **dense)
-    a_user = args["args"]
+    a_user = args.model_args()
     dirs = [ev.diffrax_direction for ev in events]
     is_bool = jnp.asarray(
         [
@@ -204,7 +204,7 @@ def check_step(
             for ev in events
         ]
     )
-    disabled = args["dis"]
+    disabled = args.disabled
 
     def values(t):
         def c_of(tt):
@@ -226,8 +226,8 @@ def check_step(
     # The start of a step that continues the previous one (same time, same unmapped state) is the
     # previous step's end: its values are reused (the first step of a segment evaluates them).
     c_a, cd_a = jax.lax.cond(reuse, lambda: (c_prev, cd_prev), lambda: values(t0))
-    override = (t0 == args["t_start"]) & args["ov"]
-    s_a = jnp.where(override, args["ovs"], side(c_a, cd_a, side_prev))
+    override = (t0 == args.t_start) & args.override
+    s_a = jnp.where(override, args.sign, side(c_a, cd_a, side_prev))
     tiny = jnp.maximum(w_min, 16 * jnp.abs(jnp.nextafter(t1, jnp.inf) - t1))
 
     def fire_vec(s_p, s_q):

@@ -14,6 +14,7 @@ import optimistix as optx
 from .._results import RESULTS, promote
 from .._solution import all_finite
 from . import _guard as guard
+from ._carry import SegmentInputs
 from ._roots import locate
 
 
@@ -142,7 +143,7 @@ def skip(run, c):
     )
 
 
-def solve_diffrax(run, t_a, t_b, c, args_m):
+def solve_diffrax(run, t_a, t_b, c):
     """`diffeqsolve` over [t_a, t_b] (dense-output samples, events, the step map after each step)."""
     cfg, n_ev = run.cfg, run.n_ev
     win_idx, win_t = _window(run, t_a)
@@ -151,15 +152,16 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
         return eqx.tree_at(
             lambda r: (r.t, r.window, r.window_t), skip(run, c), (t_b, win_idx, win_t)
         )
-    a = {
-        "args": args_m,
-        "lo": next_up(t_a),
-        "hi": next_down(t_b),
-        "t_start": t_a,
-        "ov": c.arming.override,
-        "ovs": c.arming.sign,
-        "dis": c.arming.disabled,
-    }
+    a = SegmentInputs(
+        args=run.args,
+        held=c.held,
+        lo=next_up(t_a),
+        hi=next_down(t_b),
+        t_start=t_a,
+        override=c.arming.override,
+        sign=c.arming.sign,
+        disabled=c.arming.disabled,
+    )
     saveat = dfx.SaveAt(
         subs=[dfx.SubSaveAt(ts=save_t), dfx.SubSaveAt(t1=True)],
         controller_state=cfg.adaptive,
@@ -192,7 +194,7 @@ def solve_diffrax(run, t_a, t_b, c, args_m):
         interp = run.core.solver.interpolation_cls(t0=info.t0, t1=info.t1, **info.dense)
         t_root, root_res = jax.lax.cond(
             crossing,
-            lambda: locate(run.events, info, interp, run.unpack, args_m, run.root_finder),
+            lambda: locate(run.events, info, interp, run.unpack, a.model_args(), run.root_finder),
             lambda: (info.lo, optx.RESULTS.successful),
         )
         t_end = jnp.where(crossing, t_root, jnp.where(at_event, info.lo, t_end))

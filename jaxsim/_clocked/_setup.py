@@ -8,8 +8,9 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from .._clocks import with_held
 from .._solution import Solution
-from ._driver import Static, merge_args, run_clocked
+from ._driver import Static, run_clocked
 from ._grid import make_grid_plan, run_grid
 from ._roots import default_root_finder
 
@@ -57,7 +58,7 @@ def simulate_clocked(req, *, dsolver, throw, progress=None) -> Solution:
     stages, fsal = _solver_info(dsolver)
     root_finder = req.root_finder
     if events:
-        root_finder = default_root_finder(events, t0, y0, merge_args(args, held0), root_finder)
+        root_finder = default_root_finder(events, t0, y0, with_held(args, held0), root_finder)
     config = _Config(
         t0=float(t0),
         t1=float(t1),
