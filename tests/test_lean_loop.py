@@ -1,0 +1,78 @@
+"""The adaptive core's loop without a step map (`jaxsim._adaptive_core`): a model whose `step_map`
+is the default identity runs a loop without the first-stage recomputation test, the jump test and
+the count updates. Oracle: the same model with an explicit identity `step_map` (which takes the
+general loop) gives the same steps and the same state; and the benchmark's issue table
+(`benchmarks/bench_lean.py`)."""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsim as js
+from jaxsim import _adaptive_core as ac
+from tests._oscillator import Osc
+
+
+# Both loops do the same arithmetic on the same steps: the states agree to the last bits.
+SAME_STATE_ATOL = 1e-14
+T1 = 20.0  # [s] about three periods of the oscillator
+RTOL = 1e-9
+
+
+class OscMapped(Osc):
+    """`Osc` with an explicit identity step map: the general loop (counts, jump test, redo)."""
+
+    name: str = eqx.field(static=True, default="mapped")
+
+    def step_map(self, t, y):
+        return {"x": y["x"] * 1.0, "v": y["v"]}, {}
+
+
+def _run(model, y0, solver):
+    return js.simulate(model, y0, T1, solver=solver, rtol=RTOL, atol=RTOL, outputs=False)
+
+
+def test_identity_step_map_is_detected():
+    assert ac._identity_step_map(Osc())
+    assert not ac._identity_step_map(OscMapped())
+    assert ac._identity_step_map(js.System([Osc(), Osc(name="b")]))
+    assert not ac._identity_step_map(js.System([Osc(), OscMapped()]))
+
+
+@pytest.mark.parametrize("solver", [js.Tsit5(), js.Dopri8()], ids=["tsit5", "dopri8"])
+def test_identity_loop_equals_general_loop(solver):
+    fast = _run(Osc(), Osc().init_state(), solver)
+    general = _run(OscMapped(), OscMapped().init_state(), solver)
+    for key in ("num_steps", "num_rejected_steps", "num_rhs"):
+        assert int(fast.stats[key]) == int(general.stats[key]), key
+    for key in ("x", "v"):
+        np.testing.assert_allclose(fast.ys[key], general.ys[key], rtol=0, atol=SAME_STATE_ATOL)
+    # And the solution is the oscillator's: x = cos t.
+    np.testing.assert_allclose(fast.ys["x"][-1], np.cos(T1), atol=1e3 * RTOL)
+
+
+def test_identity_loop_in_a_system_with_samples():
+    sys2 = js.System([Osc(), Osc(name="b")])
+    y0 = {"osc": Osc().init_state(), "b": {"x": jnp.asarray(0.0), "v": jnp.asarray(1.0)}}
+    ts = np.linspace(0.0, T1, 11)
+    sol = js.simulate(sys2, y0, T1, solver=js.Tsit5(), rtol=RTOL, atol=RTOL, ts=ts, outputs=False)
+    np.testing.assert_allclose(sol.ys["osc"]["x"], np.cos(ts), atol=1e3 * RTOL)
+    np.testing.assert_allclose(sol.ys["b"]["x"], np.sin(ts), atol=1e3 * RTOL)
+
+
+def test_bench_issue_table_from_results():
+    from benchmarks import bench_lean as bl
+
+    fw = {"lean": {"run_s": 1.5e-3, "over_heyoka": 21.0}, "lean jit": {"run_s": 1.0e-3,
+          "over_heyoka": 14.0}, "floor": {"run_s": 0.9e-3, "over_heyoka": 12.6,
+          "us_per_step": 1.1}, "heyoka_at_equal_error_s": 7e-5}  # fmt: skip
+    cb = {"n_parameters": 153, "reverse_over_forward": 3.5, "jvp_over_forward": 1.2,
+          "forward_over_basilisk": 0.1, "simulate_over_basilisk": 0.11,
+          "forward_us_per_step": 4.0, "basilisk_us_per_step": 40.0}  # fmt: skip
+    rows = bl.issue_table({"forward": fw, "combined": cb})
+    met = {r["figure"].split(" (")[0]: r["met"] for r in rows}
+    assert met["J2 day forward, equal final error"] is False  # 14x > 3x
+    assert met["`combined` reverse gradient / forward"] is True  # 3.5x <= 4x
+    assert met["`combined` per step / Basilisk"] is False  # 0.1 > 0.08
+    assert met["forward mode on the RK4 path, one tangent / forward"] is True
