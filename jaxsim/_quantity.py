@@ -17,6 +17,7 @@ so is `"kg m^2/s^2"` for `"J"`; both are refused. `"-"`, `"1"` and `""` are dime
 powers).
 """
 
+import functools
 import re
 from typing import Any
 
@@ -32,6 +33,15 @@ def parse_unit(unit: str, where: str = "unit") -> tuple:
     `where` when it is not a product of symbols with integer powers."""
     if not isinstance(unit, str):
         raise TypeError(f"{where} must be a unit string such as 'N m'; got {type(unit).__name__}.")
+    try:
+        return _parsed(unit)
+    except ValueError as err:
+        raise ValueError(f"{where} {err}") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(unit: str) -> tuple:
+    """`parse_unit` of a string (kept: `simulate` compares the same units at every call)."""
     text = unit.strip().replace("**", "^").replace("·", " ").replace("*", " ")
     text = text.replace("(", " ").replace(")", " ")
     powers: dict[str, int] = {}
@@ -43,13 +53,13 @@ def parse_unit(unit: str, where: str = "unit") -> tuple:
             m = _TOKEN.fullmatch(token)
             if m is None:
                 raise ValueError(
-                    f"{where} must be a product of unit symbols with integer powers (e.g. "
-                    f"'N m', 'rad/s', 'kg m^2'); got {unit!r} (cannot read {token!r})."
+                    "must be a product of unit symbols with integer powers (e.g. 'N m', "
+                    f"'rad/s', 'kg m^2'); got {unit!r} (cannot read {token!r})."
                 )
             symbol, power = m.group(1), int(m.group(2) or 1)
             powers[symbol] = powers.get(symbol, 0) + sign * power
         if part.strip() == "" and sign < 0:
-            raise ValueError(f"{where} has an empty denominator: {unit!r}.")
+            raise ValueError(f"has an empty denominator: {unit!r}.")
     return tuple(sorted((s, p) for s, p in powers.items() if p != 0))
 
 
