@@ -126,8 +126,10 @@ class AbstractDynamicObject(eqx.Module):
         """The commands this object reads from `args`, as zeros of their shapes: `{address: {key:
         zeros}}` (it reads `args[address][key]`, an array that must broadcast to the zeros'
         shape). `simulate` checks user commands and flight-software outputs against it (a
-        misspelt address or key, or a wrong shape, is refused by name). Default None:
-        undeclared (a user model may read anything), `args` is not checked."""
+        misspelt address or key, or a wrong shape, is refused by name); their units are those
+        of `units()["args"]`, compared with a value tagged `jaxsim.Quantity(u, unit)` and with
+        the units a discrete model declares for its outputs. Default None: undeclared (a user
+        model may read anything), `args` is not checked."""
         return None
 
     def command_spec(self) -> dict | None:
