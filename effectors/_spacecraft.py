@@ -609,7 +609,8 @@ class Spacecraft(AbstractDynamicObject):
 
     def units(self) -> dict:
         """Units keyed as a run's results: `{"ys": {"hub": ..., <state effector>: ...},
-        "outputs": {<hub outputs and totals>, <effector>: ...}, "args": {<effector>: ...}}`,
+        "outputs": {<hub outputs and totals>, <effector>: ...}, "args": {<effector>: ...}}`
+        (commands: every effector of `init_commands()`, attached ones included, by name),
         from each effector's `units()`, its outputs' units kept where its outputs have an entry
         (the output tree from `jax.eval_shape`, so no unit names an entry a run lacks)."""
         y = jax.eval_shape(self.init_state)
@@ -621,6 +622,10 @@ class Spacecraft(AbstractDynamicObject):
             for part, v in u.items():
                 if v:
                     out[part][e.name] = v
+        for e in _all_effectors(self):  # commands of attached effectors too, as `init_commands()`
+            commands = e.units()["args"]
+            if commands:
+                out["args"][e.name] = commands
         return out
 
     def element_dims(self) -> dict:

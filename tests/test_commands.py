@@ -285,3 +285,25 @@ def test_grad_through_flight_software_commands():
     fd = (final(gain + FD_STEP) - final(gain - FD_STEP)) / (2 * FD_STEP)
     assert abs(float(g - fd)) <= TOL_FD * abs(float(fd))
     assert abs(float(fd)) > 1e-6  # the gain matters
+
+
+def test_commands_of_attached_effectors_have_units():
+    # An effector mounted on a panel reads `args[its name]` as a top-level one does: its command
+    # units are declared (the run is not refused for a command without a unit) and checked.
+    pusher = fx.ExtForceTorque(torque_B=[0.0, 0.0, 0.0], name="pusher")
+    panel = fx.HingedRigidBodies(
+        mass=[10.0], IPntS_S=[np.eye(3)], d=[1.0], k=[10.0], c=[1.0], dcm_HB=[np.eye(3)],
+        r_HB_B=[[1.0, 0.0, 0.0]], attached={0: pusher},
+    )  # fmt: skip
+    hub = fx.Hub(mass=100.0, IHubPntBc_B=np.diag([10.0, 10.0, 10.0]))
+    sc = fx.Spacecraft(hub, state_effectors=[panel])
+    y0 = sc.init_state()
+    assert sc.units()["args"]["pusher"] == pusher.units()["args"]
+    torque = jnp.array([0.0, 0.0, 1.0])  # [N m] about the hinge axis
+    plain = js.simulate(sc, y0, 0.1, dt=0.05, args={"pusher": {"torque_B": torque}})
+    tagged = js.simulate(
+        sc, y0, 0.1, dt=0.05, args={"pusher": {"torque_B": js.Quantity(torque, "N m")}}
+    )
+    assert _same(plain.ys, tagged.ys)
+    with pytest.raises(ValueError, match=r"`args\['pusher'\]\['torque_B'\]` is given in 'N'"):
+        js.simulate(sc, y0, 0.1, dt=0.05, args={"pusher": {"torque_B": js.Quantity(torque, "N")}})
