@@ -25,9 +25,10 @@ whose attached force has its moment on the hub taken at the hinge while the forc
 torque), the hub moment and the joint torque use the same application point.
 """
 
+import equinox as eqx
 import jax.numpy as jnp
 
-from jaxsim.kinematics import cross3, dcm_to_mrp, mm3, mv3
+from jaxsim.kinematics import cross3, dcm_to_mrp, mm3, mtv3, mv3
 
 from ._effector import AbstractDynamicEffector
 from ._types import HubContext
@@ -152,3 +153,71 @@ def children_outputs(indices, children, contexts) -> dict:
         if o:
             out[child.name] = o
     return out
+
+
+class Attachments(eqx.Module):
+    r"""The dynamic effectors mounted on the `n` units of a state effector, as one component.
+
+    The owner (`HingedRigidBodies`, `SpinningBodies`) holds one in its field `attachments` and
+    says, per unit, which body frame $\mathcal S$ and origin $O$ its children see (`make_context`,
+    built with `body_context`); the component parses the `attached` argument, sums the children's
+    loads per unit, records their outputs and collects their breakpoints.
+
+    **Arguments:** `cls`: the owner's class name (for error messages); `attached`: `None`,
+    `{unit index: dynamic effector or sequence of them}` or a sequence of `(index, effector)`
+    pairs; `n`: the number of units.
+    """
+
+    children: tuple
+    index: tuple = eqx.field(static=True)
+    num_units: int = eqx.field(static=True)
+
+    def __init__(self, cls: str, attached, n: int):
+        self.index, self.children = parse_attached(cls, attached, n)
+        self.num_units = n
+
+    def loads(self, dcm_SB, make_context):
+        r"""`(F_B, tau_B, F_S, tau_S, contexts)`: the children's summed force (through $O$) and
+        torque (about $O$) per unit, shape `(n, 3)`, in $\mathcal B$ components (rotated by
+        `dcm_SB` $=[SB]$, `(n, 3, 3)`) and in $\mathcal S$ components, and the units' contexts
+        `{index: HubContext}` (`make_context(i)`, built once per loaded unit). Zeros and `{}`
+        without children."""
+        if not self.children:
+            z = jnp.zeros((self.num_units, 3))
+            return z, z, z, z, {}
+        F_S, tau_S, contexts = attached_loads(
+            self.index, self.children, self.num_units, make_context
+        )
+        return mtv3(dcm_SB, F_S), mtv3(dcm_SB, tau_S), F_S, tau_S, contexts
+
+    def outputs(self, F_S, tau_S, contexts, **extra) -> dict:
+        """`attached_force_S`, `attached_torque_S` (from `loads`), the owner's `extra` entries
+        (e.g. the hinge torque of the loads) and the children's outputs under `attached` by name
+        (when any child records some)."""
+        out = {"attached_force_S": F_S, "attached_torque_S": tau_S, **extra}
+        kids = children_outputs(self.index, self.children, contexts)
+        if kids:
+            out["attached"] = kids
+        return out
+
+    def breakpoints(self) -> tuple:
+        """The children's breakpoints [s]."""
+        return tuple(b for child in self.children for b in child.breakpoints())
+
+
+class AttachmentHost(eqx.Module):
+    """Base of state effectors whose units carry dynamic effectors: an `Attachments` component
+    (field `attachments`), read through the declared members `attached` (the children) and
+    `attached_index` (the unit of each)."""
+
+    attachments: eqx.AbstractVar[Attachments]
+
+    @property
+    def attached(self) -> tuple:
+        """The mounted dynamic effectors (the component's children)."""
+        return self.attachments.children
+
+    @property
+    def attached_index(self) -> tuple:
+        """The unit index of each mounted effector, in the order of `attached`."""
+        return self.attachments.index

@@ -18,7 +18,6 @@ from jaxsim.kinematics import (
     dot3,
     euler_axis_rotation,
     mm3,
-    mtv3,
     mv3,
     outer3,
     tilde,
@@ -34,7 +33,7 @@ from jaxsim.validation import (
     is_concrete,
 )
 
-from ._attachments import attached_loads, body_context, children_outputs, parse_attached
+from ._attachments import AttachmentHost, Attachments, body_context
 from ._effector import AbstractDynamicEffector, KinematicsStateEffector
 from ._joint_drive import ROTARY_NAMES, ROTARY_UNITS, CommandedRotaryJoints, JointDrive
 from ._joints import JointContribution, JointRows
@@ -48,7 +47,7 @@ def _congruence(dcm_SB, I_S):
     return mm3(jnp.swapaxes(dcm_SB, -1, -2), mm3(I_S, dcm_SB))
 
 
-class HingedRigidBodies(CommandedRotaryJoints, KinematicsStateEffector):
+class HingedRigidBodies(CommandedRotaryJoints, AttachmentHost, KinematicsStateEffector):
     r"""$n$ rigid panels, each on a single-axis torsional hinge with spring, damper and motor.
 
     Each panel obeys (Allard, Schaub & Piggott, JSR 55(5), 2018; Basilisk `hingedRigidBodyStateEffector`)
@@ -104,8 +103,7 @@ class HingedRigidBodies(CommandedRotaryJoints, KinematicsStateEffector):
     theta0: Float[Array, " n"]
     thetaDot0: Float[Array, " n"]
     drive: JointDrive
-    attached: tuple
-    attached_index: tuple = eqx.field(static=True)
+    attachments: Attachments
     num_panels: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
 
@@ -149,7 +147,7 @@ class HingedRigidBodies(CommandedRotaryJoints, KinematicsStateEffector):
         )
         self.theta0 = per_unit(cls, "theta0", theta0, "rad", n)
         self.thetaDot0 = per_unit(cls, "thetaDot0", thetaDot0, "rad/s", n)
-        self.attached_index, self.attached = parse_attached(cls, attached, n)
+        self.attachments = Attachments(cls, attached, n)
         self.name = check_name(cls, "name", name)
 
     # ----------------------------------------------------------------------------------------------
@@ -230,21 +228,15 @@ class HingedRigidBodies(CommandedRotaryJoints, KinematicsStateEffector):
         )
 
     def _attached(self, x, ctx, kin):
-        """Children's loads on each panel: `(F_B, tau_B about S)` in $\\mathcal B$ comps, and contexts."""
-        n = self.num_panels
-        if not self.attached:
-            z = jnp.zeros((n, 3))
-            return z, z, z, z, {}
-        F_S, tau_S, contexts = attached_loads(
-            self.attached_index,
-            self.attached,
-            n,
-            lambda i: self._panel_context(i, x, ctx, kin),
-        )
-        dcm_SB = kin[0]
-        F_B = mtv3(dcm_SB, F_S)
-        tau_B = mtv3(dcm_SB, tau_S)
-        return F_B, tau_B, F_S, tau_S, contexts
+        """Children's loads on each panel (`Attachments.loads`): `(F_B, tau_B, F_S, tau_S,
+        contexts)`, through and about the panel CoM $S$."""
+        return self.attachments.loads(kin[0], lambda i: self._panel_context(i, x, ctx, kin))
+
+    def _attached_hinge_torque(self, kin, F_B, tau_B):
+        r"""$\hat{\mathbf s}_2\cdot(\boldsymbol\tau_S - d\,\hat{\mathbf s}_1\times\mathbf F)$: the hinge torque of
+        the attached loads, `(n,)`."""
+        dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
+        return dot3(s2, tau_B + cross3(-self.d[:, None] * s1, F_B))
 
     # ----------------------------------------------------------------------------------------------
     # Back-substitution
@@ -264,7 +256,7 @@ class HingedRigidBodies(CommandedRotaryJoints, KinematicsStateEffector):
         b = -(J[:, None] * s2 + md[:, None] * cross3(self.r_HB_B, s3)) / J[:, None]
         tau_gH = cross3(-d[:, None] * s1, m[:, None] * ctx.g_B)
         hinge = self.drive.force(theta, thetaDot, drive)
-        hinge_att = dot3(s2, tau_B + cross3(-d[:, None] * s1, F_B))
+        hinge_att = self._attached_hinge_torque(kin, F_B, tau_B)
         w_s1, w_s3 = dot3(s1, omega), dot3(s3, omega)
         wwr = cross3(omega, cross3(omega, self.r_HB_B))
         c_theta = (
@@ -366,13 +358,9 @@ class HingedRigidBodies(CommandedRotaryJoints, KinematicsStateEffector):
         }
         if self.attached:
             F_B, tau_B, F_S, tau_S, contexts = self._attached(x, ctx, kin)
-            out["attached_force_S"] = F_S
-            out["attached_torque_S"] = tau_S
-            out["attached_hinge_torque"] = dot3(s2, tau_B + cross3(-self.d[:, None] * s1, F_B))
-            kids = children_outputs(self.attached_index, self.attached, contexts)
-            if kids:
-                out["attached"] = kids
+            hinge = self._attached_hinge_torque(kin, F_B, tau_B)
+            out.update(self.attachments.outputs(F_S, tau_S, contexts, attached_hinge_torque=hinge))
         return out
 
     def breakpoints(self):
-        return self.drive.breakpoints() + tuple(b for ch in self.attached for b in ch.breakpoints())
+        return self.drive.breakpoints() + self.attachments.breakpoints()

@@ -23,7 +23,7 @@ from jaxsim.validation import (
     check_unit_vectors,
 )
 
-from ._attachments import attached_loads, body_context, children_outputs, parse_attached
+from ._attachments import AttachmentHost, Attachments, body_context
 from ._effector import AbstractDynamicEffector, KinematicsStateEffector
 from ._joint_drive import ROTARY_NAMES, ROTARY_UNITS, CommandedRotaryJoints, JointDrive
 from ._joints import JointContribution, JointRows
@@ -36,7 +36,7 @@ def _T(m):
     return jnp.swapaxes(m, -1, -2)
 
 
-class SpinningBodies(CommandedRotaryJoints, KinematicsStateEffector):
+class SpinningBodies(CommandedRotaryJoints, AttachmentHost, KinematicsStateEffector):
     r"""$n$ rigid bodies, each rotating about one body-fixed axis with spring, damper, motor or a lock.
 
     Each free body obeys (Vaz Carneiro, Allard & Schaub, "Rotating Rigid Body Dynamics Architecture for
@@ -95,8 +95,7 @@ class SpinningBodies(CommandedRotaryJoints, KinematicsStateEffector):
     theta0: Float[Array, " n"]
     thetaDot0: Float[Array, " n"]
     drive: JointDrive
-    attached: tuple
-    attached_index: tuple = eqx.field(static=True)
+    attachments: Attachments
     locked: tuple = eqx.field(static=True)
     num_bodies: int = eqx.field(static=True)
     name: str = eqx.field(static=True)
@@ -140,7 +139,7 @@ class SpinningBodies(CommandedRotaryJoints, KinematicsStateEffector):
         self.theta0 = per_unit(cls, "theta0", theta0, "rad", n)
         self.thetaDot0 = per_unit(cls, "thetaDot0", thetaDot0, "rad/s", n)
         self.locked = check_flags(cls, "locked", locked, n)
-        self.attached_index, self.attached = parse_attached(cls, attached, n)
+        self.attachments = Attachments(cls, attached, n)
         self.name = check_name(cls, "name", name)
 
     # ----------------------------------------------------------------------------------------------
@@ -243,15 +242,9 @@ class SpinningBodies(CommandedRotaryJoints, KinematicsStateEffector):
         )
 
     def _attached(self, ctx, kin):
-        n = self.num_bodies
-        if not self.attached:
-            z = jnp.zeros((n, 3))
-            return z, z, z, z, {}
-        F_S, tau_S, contexts = attached_loads(
-            self.attached_index, self.attached, n, lambda i: self._body_context(i, ctx, kin)
-        )
-        dcm_SB = kin["dcm_SB"]
-        return mtv3(dcm_SB, F_S), mtv3(dcm_SB, tau_S), F_S, tau_S, contexts
+        """Children's loads on each body (`Attachments.loads`): `(F_B, tau_B, F_S, tau_S,
+        contexts)`, through and about the joint point $S$."""
+        return self.attachments.loads(kin["dcm_SB"], lambda i: self._body_context(i, ctx, kin))
 
     # ----------------------------------------------------------------------------------------------
     # Back-substitution
@@ -383,12 +376,8 @@ class SpinningBodies(CommandedRotaryJoints, KinematicsStateEffector):
         }
         if self.attached:
             _, _, F_S, tau_S, contexts = self._attached(ctx, kin)
-            out["attached_force_S"] = F_S
-            out["attached_torque_S"] = tau_S
-            kids = children_outputs(self.attached_index, self.attached, contexts)
-            if kids:
-                out["attached"] = kids
+            out.update(self.attachments.outputs(F_S, tau_S, contexts))
         return out
 
     def breakpoints(self):
-        return self.drive.breakpoints() + tuple(b for ch in self.attached for b in ch.breakpoints())
+        return self.drive.breakpoints() + self.attachments.breakpoints()
