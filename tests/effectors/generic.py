@@ -12,7 +12,8 @@ an oracle that needs no knowledge of the effector's equations:
   its mass properties along its state derivative (`jax.jvp`);
 - `check_state_refused`: `simulate` refuses an initial state with a misspelt key, naming it;
 - `check_commands_declared` / `check_commands_refused`: the commands it reads are declared
-  (`init_commands()`, with units), and `simulate` refuses a misspelt key or a wrong shape by name;
+  (`init_commands()`, with units), and `simulate` refuses a misspelt key, a wrong shape or a
+  value tagged with another unit (`jaxsim.Quantity`) by name;
 - `check_units`: every state leaf, output entry and command has a unit (`units()`), and no unit
   names an entry the effector lacks;
 - `check_basilisk`: where Basilisk has the model, the first samples of its stored reference run
@@ -22,6 +23,7 @@ an oracle that needs no knowledge of the effector's equations:
 """
 
 import dataclasses
+import re
 from collections.abc import Callable
 
 import equinox as eqx
@@ -206,6 +208,12 @@ def check_commands_refused(entry: Entry):
         with pytest.raises(ValueError, match=key):
             js.simulate(sc, y0, 0.1, dt=0.05, args={entry.effector: {key: wrong}})
         assert jnp.shape(zeros) == tuple(sc.command_spec()[entry.effector][key])
+        # A value tagged with a unit that no command is declared in is refused, naming both.
+        unit = effector.units()["args"][key]
+        tagged = {entry.effector: {key: js.Quantity(zeros, "furlong")}}
+        match = rf"\['{key}'\]` is given in 'furlong'.*'{re.escape(unit)}'"
+        with pytest.raises(ValueError, match=match):
+            js.simulate(sc, y0, 0.1, dt=0.05, args=tagged)
 
 
 def check_units(entry: Entry):
