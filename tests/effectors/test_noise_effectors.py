@@ -81,6 +81,15 @@ def test_ou_validation(kwargs, arg):
         fx.MeanRevertingNoise(**kwargs)
 
 
+def test_ou_unit_labels_its_state_and_output():
+    ou = fx.MeanRevertingNoise(tau=[1.0, 2.0], unit="N m", name="ou")
+    units = js.results.model_units(fx.Spacecraft(inert_hub(), state_effectors=(ou,)))
+    assert units["ys"]["ou"] == "N m" and units["outputs"]["ou"] == {"x": "N m"}
+    assert fx.MeanRevertingNoise().units()["ys"] == "-"  # default: a relative correction
+    with pytest.raises(TypeError, match="MeanRevertingNoise: `unit`"):
+        fx.MeanRevertingNoise(unit=1.0)
+
+
 def test_ou_init_state_override_shape():
     ou = fx.MeanRevertingNoise(tau=[1.0, 2.0])
     np.testing.assert_array_equal(ou.init_state(), 0.0)
