@@ -600,14 +600,22 @@ def integrate_sensitive(f, step_map, theta, y0, t0, t1, ts, rtol, atol, **kw):
 def supports(solver, y0, adjoint) -> bool:
     """Whether `simulate`'s plain adaptive request runs here: a jaxsim pair, a state with a flat
     layout (one floating dtype) and an adjoint this core implements (None or `ForwardMode`)."""
-    from ._layout import StateLayout
     from ._solvers import AbstractAdaptiveSolver
 
     return (
         isinstance(solver, AbstractAdaptiveSolver)
         and loop_kind(adjoint) is not None
-        and StateLayout.of(y0) is not None
+        and _one_inexact_dtype(y0)
     )
+
+
+def _one_inexact_dtype(tree) -> bool:
+    """`StateLayout.of(tree) is not None` (the leaves share one floating dtype) without building
+    the layout: checked at every call, it costs ~2 us instead of ~100 us."""
+    dtypes = {
+        x.dtype if isinstance(x, jax.Array) else jnp.result_type(x) for x in jtu.tree_leaves(tree)
+    }
+    return len(dtypes) == 1 and jnp.issubdtype(next(iter(dtypes)), jnp.inexact)
 
 
 def _identity_step_map(model) -> bool:

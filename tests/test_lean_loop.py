@@ -76,3 +76,24 @@ def test_bench_issue_table_from_results():
     assert met["`combined` reverse gradient / forward"] is True  # 3.5x <= 4x
     assert met["`combined` per step / Basilisk"] is False  # 0.1 > 0.08
     assert met["forward mode on the RK4 path, one tangent / forward"] is True
+
+
+def test_supports_dtype_check_equals_the_layout_rule():
+    # `supports` checks the state's dtypes without building its layout; same answer as
+    # `StateLayout.of(y0) is not None` (one floating dtype over every leaf).
+    from jaxsim._layout import StateLayout
+
+    trees = [
+        {"a": jnp.ones(3), "b": jnp.zeros(())},
+        {"a": jnp.ones(3, jnp.float32), "b": jnp.zeros(())},
+        {"a": 1.0, "b": np.ones(2)},
+        {"a": jnp.ones(2, int)},
+        {},
+        {"a": np.ones(2, np.float32)},
+        (1.0, 2),
+        [jnp.ones(2, jnp.complex128)],
+    ]
+    for tree in trees:
+        assert ac._one_inexact_dtype(tree) == (StateLayout.of(tree) is not None), tree
+    assert ac.supports(js.Dopri8(), Osc().init_state(), None)
+    assert not ac.supports(js.Dopri8(), {"a": jnp.ones(2), "n": jnp.ones(2, int)}, None)
