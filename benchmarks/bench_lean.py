@@ -30,7 +30,8 @@ Rows (`--only` names them):
   `SMALL_LOOP_FLAG`): a loop whose iteration touches fewer bytes and holds no dot, scatter or
   custom call is compiled into one function instead of one runtime call per kernel. jaxsim never
   sets it (it is process-wide); `docs/engine.md` recommends it;
-- `stm`: 6x6 state transition matrix, `jax.jacfwd` (`adjoint=diffrax.ForwardMode()`) and
+- `stm`, `stm_small_loops` (the latter in a child process with the flag above): 6x6 state
+  transition matrix, `jax.jacfwd` (`adjoint=diffrax.ForwardMode()`) and
   `adjoint=js.ForwardSensitivity()` vs heyoka's variational equations (`var_ode_sys`, order 1) at
   the same tolerance; accuracy: max |STM - STM_ref| / max |STM_ref| against heyoka's variational
   run at tolerance 1e-15;
@@ -662,11 +663,12 @@ def compile_rows(cases=COMPILE_CASES, stored=None, quick=False) -> dict:
     return out
 
 
-def small_loops_row(rounds: int, quick: bool = False) -> dict:
-    """`forward_row` in a child process with `SMALL_LOOP_FLAG` added to `XLA_FLAGS`."""
+def small_loops_row(row: str, rounds: int, quick: bool = False) -> dict:
+    """`row` (`forward` or `stm`) in a child process with `SMALL_LOOP_FLAG` added to
+    `XLA_FLAGS`."""
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " " + SMALL_LOOP_FLAG))
-    cmd = [sys.executable, "-m", "benchmarks.bench_lean", "--child-forward", "--rounds",
+    cmd = [sys.executable, "-m", "benchmarks.bench_lean", "--child", row, "--rounds",
            str(rounds), "--inner", str(_INNER)] + (["--quick"] if quick else [])  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, check=True)
     row = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -674,7 +676,8 @@ def small_loops_row(rounds: int, quick: bool = False) -> dict:
     return row
 
 
-ROWS = ("forward", "forward_small_loops", "stm", "gradient50", "combined", "compile")
+ROWS = ("forward", "forward_small_loops", "stm", "stm_small_loops", "gradient50", "combined",
+        "compile")  # fmt: skip
 
 
 def run(
@@ -694,11 +697,14 @@ def run(
     if orbit.heyoka_available():
         data["heyoka_version"] = orbit._heyoka_version()
     default_compile = COMPILE_CASES_QUICK if quick else COMPILE_CASES
+    few = max(2, rounds // 2) if not quick else 1  # rounds of the slower rows
+    row_rounds = {"stm": few, "stm_small_loops": few, "gradient50": few}
     rows = {
         "forward": lambda: forward_row(rounds, quick),
-        "forward_small_loops": lambda: small_loops_row(rounds, quick),
-        "stm": lambda: stm_row(max(2, rounds // 2) if not quick else 1, quick),
-        "gradient50": lambda: gradient_row(max(2, rounds // 2) if not quick else 1, quick),
+        "forward_small_loops": lambda: small_loops_row("forward", rounds, quick),
+        "stm": lambda: stm_row(few, quick),
+        "stm_small_loops": lambda: small_loops_row("stm", few, quick),
+        "gradient50": lambda: gradient_row(few, quick),
         "combined": lambda: combined_row(rounds, quick),
         "compile": lambda: compile_rows(
             compile_cases or default_compile, data.get("compile") if compile_cases else None,
@@ -713,7 +719,8 @@ def run(
             data[key] = fn()
             data.pop(f"{key}_error", None)  # an earlier run's failure of this row
             data[f"{key}_timing"] = {
-                "rounds": rounds, "calls_per_timing": inner, "wall_s": time.perf_counter() - t0,
+                "rounds": row_rounds.get(key, rounds), "calls_per_timing": inner,
+                "wall_s": time.perf_counter() - t0,
                 "load_1m": os.getloadavg()[0],
             }  # fmt: skip
         except Exception as err:  # noqa: BLE001 - a failed row is recorded, the others still run
@@ -787,6 +794,15 @@ def issue_table(data: dict) -> list[dict]:
                 "",
                 None,
             )
+        sl = data.get("stm_small_loops")
+        if sl and "lean" in sl:
+            add("... with XLA small-loop hoisting (`stm_small_loops`)",
+                f"{f(sl['lean']['run_s'] * 1e3)} / {f(sl['lean sensitivity']['run_s'] * 1e3)} ms "
+                f"({f(sl['lean'].get('over_heyoka'))}x / "
+                f"{f(sl['lean sensitivity'].get('over_heyoka'))}x)",
+                f"heyoka {f(sl.get('heyoka', {}).get('run_s', 0) * 1e3)} ms", "<= 2x heyoka",
+                min(sl["lean"].get("over_heyoka", 99), sl["lean sensitivity"].get("over_heyoka", 99))
+                <= TARGETS["stm_over_heyoka"])  # fmt: skip
     gr = data.get("gradient50")
     if gr and "lean" in gr:
         ls = gr["lean sensitivity"]
@@ -911,9 +927,14 @@ def to_markdown(data: dict) -> str:
             f"hoisting): {fw.get('lean jit', {}).get('small_loop_hoisted')}.",
             "",
         ]
-    if "stm" in data:
-        s = data["stm"]
-        lines += ["## 6x6 state transition matrix", "",
+    for key in ("stm", "stm_small_loops"):
+        if key not in data:
+            continue
+        s = data[key]
+        title = "6x6 state transition matrix"
+        if key == "stm_small_loops":
+            title += f" (child process, `XLA_FLAGS={s.get('xla_flags')}`)"
+        lines += [f"## {title}", "",
                   "`lean`, `diffrax`: `jax.jacfwd` with `adjoint=diffrax.ForwardMode()` (the "
                   "derivative of the state-controlled discretisation); `lean sensitivity`: "
                   "`adjoint=js.ForwardSensitivity()` (sensitivities in the step control). rtol = "
@@ -1016,14 +1037,15 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--compile-cases", nargs="*", help=f"compile programs to rerun, of {COMPILE_CASES}"
     )
-    parser.add_argument("--child-forward", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("forward", "stm"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.inner = 1, 1
-    if args.child_forward:  # `forward_small_loops`: the forward row as JSON on stdout
+    if args.child:  # `*_small_loops`: the row as JSON on stdout
         global _INNER
         _INNER = args.inner
-        print(json.dumps(forward_row(args.rounds, args.quick), default=cm._json_default))
+        fn = {"forward": forward_row, "stm": stm_row}[args.child]
+        print(json.dumps(fn(args.rounds, args.quick), default=cm._json_default))
         return 0
     data = run(args.rounds, args.only, args.inner, args.compile_cases, args.quick, args.out)
     print(to_markdown(data))
