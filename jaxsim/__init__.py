@@ -33,7 +33,10 @@ from . import (  # plotting/results import matplotlib/xarray only when used
     signals as signals,
     validation as validation,
 )
-from ._adaptive_core import ForwardSensitivity as ForwardSensitivity
+from ._adaptive_core import (
+    DiscreteAdjoint as DiscreteAdjoint,
+    ForwardSensitivity as ForwardSensitivity,
+)
 from ._cache import (
     cache_dir as cache_dir,
     disable_cache as disable_cache,

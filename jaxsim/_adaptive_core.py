@@ -40,11 +40,16 @@ time (the drift traced once per stage: the fastest step for small drifts); `unro
 evaluates them in a `lax.fori_loop` over the tableau's rows (the drift traced once: small
 programs, fast compiles).
 
-**Differentiation.** The step loop is an `equinox.internal.while_loop`: `kind="checkpointed"`
-(reverse mode by recursive checkpointing of the loop states, bounded by `max_steps`: the same
-scheme as diffrax's default `RecursiveCheckpointAdjoint`) by default, a plain `lax.while_loop`
-(forward mode: `jax.jvp`, `jax.jacfwd`) with `adjoint=diffrax.ForwardMode()`. The step size and
-the accept/reject decision are not differentiated (as in diffrax). With
+**Differentiation.** Reverse mode (`jax.grad`, `jax.jacrev`) by default is the discrete adjoint
+of the accepted steps (`DiscreteAdjoint`, `integrate_adjoint`: a `jax.custom_vjp` around the
+plain loop, which records the accepted steps' times and start states; the backward pass takes the
+vector-Jacobian product of one step per accepted step, from the last, and of the dense output for
+the samples). `adjoint=diffrax.RecursiveCheckpointAdjoint()` runs the step loop as an
+`equinox.internal.while_loop` with `kind="checkpointed"` (recursive checkpointing of every
+attempted step's loop state, bounded by `max_steps`: diffrax's scheme); both give the same
+derivative, that of the accepted step sequence, to round-off. A plain `lax.while_loop` (forward
+mode: `jax.jvp`, `jax.jacfwd`) runs with `adjoint=diffrax.ForwardMode()`. The step size and the
+accept/reject decision are not differentiated (as in diffrax). With
 `adjoint=jaxsim.ForwardSensitivity()` a differentiated run integrates the sensitivities with the
 state, their error estimates in the step control (`ForwardSensitivity`,
 `integrate_sensitive`): the derivative of the solution to the tolerance rather than that of the
@@ -216,6 +221,7 @@ class _State(eqx.Module):
     counts: object
     save_index: jax.Array
     ys: jax.Array
+    rec: object = None  # `integrate_adjoint`'s record of accepted steps (`_Chunk`), or None
 
 
 def integrate(
@@ -238,6 +244,8 @@ def integrate(
     unrolled=True,
     progress=None,
     blocks=1,
+    record=0,
+    record_tangents=False,
 ):
     """Integrate `y' = f(t, y)` (flat `y0`) from `t0` to `t1`, sampling at `ts` (sorted, within
     [t0, t1]; may be traced).
@@ -250,6 +258,10 @@ def integrate(
     `blocks`: `y0` is `blocks` equal blocks (the state, then its sensitivities: `jaxsim.
     ForwardSensitivity`); the error norm is the largest of the blocks' RMS norms and the initial
     step is that of the first block (1: the RMS norm over the whole vector).
+    `record` (`loop="lax"` only; 0: nothing): record every accepted step's start and end times and
+    every `record`-th accepted step's start state (`integrate_adjoint`'s forward pass; with
+    `record_tangents` also the derivatives of those times w.r.t. `(t0, t1)`), returned under
+    `record` (a `_Record`; `record` is 1 or a multiple of `_chunk_size`).
 
     Returns a dict: `ys` (samples, `(len(ts), n)`, in the coordinates of the step each was
     interpolated in: apply the step map to read them canonically), `counts`, `num_steps`
@@ -306,13 +318,28 @@ def integrate(
         dt_first = dt_first.astype(tdtype)
     else:
         dt_first = jnp.asarray(dt0, tdtype)
-    tnext = t0 + dt_first
-    if jumps is not None:  # diffrax clips the first step at a breakpoint too
-        jt = jnp.asarray(jumps)
-        idx = jnp.searchsorted(jt, t0, side="right")
-        nxt = jnp.where(idx >= len(jumps), jnp.inf, jt[jnp.minimum(idx, len(jumps) - 1)])
-        tnext = jnp.minimum(tnext, _prev_before(nxt))
-    tnext = jnp.minimum(tnext, t1)
+
+    def first_end(t0, t1):
+        tnext = t0 + dt_first
+        if jumps is not None:  # diffrax clips the first step at a breakpoint too
+            jt = jnp.asarray(jumps)
+            idx = jnp.searchsorted(jt, t0, side="right")
+            nxt = jnp.where(idx >= len(jumps), jnp.inf, jt[jnp.minimum(idx, len(jumps) - 1)])
+            tnext = jnp.minimum(tnext, _prev_before(nxt))
+        return jnp.minimum(tnext, t1)
+
+    tnext = first_end(t0, t1)
+
+    def advance(tp, tn, keep, factor, t1, t1_floor):
+        """The next step's `(t_start, t_end, made_jump)` after the step `(tp, tn)`."""
+        h_new = (tn - tp) * factor.astype(tdtype)
+        t_start = jnp.where(keep, tn, tp)
+        t_end = t_start + h_new
+        t_start, t_end, made_jump = clip_jump(t_start, t_end)
+        t_start = jnp.minimum(t_start, t1)
+        halfway = t_start + 0.5 * (t1 - t_start)
+        t_end = jnp.where(t_end > t1_floor, jnp.where(keep, t1, halfway), t_end)
+        return t_start, t_end, made_jump
 
     # The sample buffer is written, never read, inside the loop (an `equinox.internal.while_loop`
     # buffer); with `endpoints_only` the final state is the loop's last state.
@@ -322,6 +349,7 @@ def integrate(
     state = _State(
         tprev=t0, tnext=tnext, y=y0, f_last=f0, redo=jnp.asarray(False), num_steps=zero,
         num_accepted=zero, counts=counts0, save_index=zero, ys=ys0,
+        rec=_Chunk.empty(record, record_tangents, y0, first_end, t0, t1) if record else None,
     )  # fmt: skip
     ts_arr = ts
 
@@ -353,13 +381,7 @@ def integrate(
         fmin = jnp.where(keep, 1.0, FACTOR_MIN)
         fmax = jnp.where(keep, FACTOR_MAX, SAFETY)
         factor = jax.lax.stop_gradient(jnp.clip(SAFETY * inv**inv_order, fmin, fmax))
-        h_new = (tn - tp) * factor.astype(tdtype)
-        t_start = jnp.where(keep, tn, tp)
-        t_end = t_start + h_new
-        t_start, t_end, made_jump = clip_jump(t_start, t_end)
-        t_start = jnp.minimum(t_start, t1)
-        halfway = t_start + 0.5 * (t1 - t_start)
-        t_end = jnp.where(t_end > t1_floor, jnp.where(keep, t1, halfway), t_end)
+        t_start, t_end, made_jump = advance(tp, tn, keep, factor, t1, t1_floor)
 
         # The step map after an accepted step (its counts accumulate only then).
         y1_mapped, step_counts = step_map(tn, y1)
@@ -396,15 +418,22 @@ def integrate(
             jax.lax.cond(
                 s.num_steps % _PROGRESS_EVERY == 0, lambda: progress(t_start), lambda: None
             )
+        rec = s.rec
+        if record:
+            times = lambda tp, tn, t1, t1f: advance(tp, tn, keep, factor, t1, t1f)[:2]  # noqa: E731
+            rec = rec.add(keep, tp, tn, y, times, t1, t1_floor)
         return _State(
             tprev=t_start, tnext=t_end, y=y_new, f_last=f_new, redo=redo_new,
             num_steps=s.num_steps + 1, num_accepted=s.num_accepted + keep.astype(jnp.int64),
-            counts=counts, save_index=save_index, ys=ys,
+            counts=counts, save_index=save_index, ys=ys, rec=rec,
         )  # fmt: skip
 
-    final = eqxi.while_loop(
-        cond, body, state, max_steps=max_steps, buffers=lambda s: s.ys, kind=loop
-    )
+    if record:
+        final, recorded = _recorded_loop(cond, body, state, max_steps, record)
+    else:
+        final = eqxi.while_loop(
+            cond, body, state, max_steps=max_steps, buffers=lambda s: s.ys, kind=loop
+        )
     ok = final.tprev >= t1
     if progress is not None:
         progress(final.tprev)
@@ -429,7 +458,7 @@ def integrate(
         "num_rejected_steps": final.num_steps - final.num_accepted,
         "result": result,
         "t_final": t_final,
-    }
+    } | ({"record": recorded} if record else {})
 
 
 class ForwardSensitivity(eqx.Module):
@@ -458,11 +487,14 @@ class ForwardSensitivity(eqx.Module):
 
 
 def loop_kind(adjoint) -> str | None:
-    """The step loop for diffrax's `adjoint` choice: `"checkpointed"` (None: reverse mode as
-    diffrax's default `RecursiveCheckpointAdjoint`), `"lax"` (`ForwardMode`), `"sensitivity"`
-    (`ForwardSensitivity`), or None (another adjoint, e.g. `BacksolveAdjoint`: that run stays on
-    diffrax)."""
-    if adjoint is None or type(adjoint) is dfx.RecursiveCheckpointAdjoint:
+    """The step loop for diffrax's `adjoint` choice: `"adjoint"` (None or `DiscreteAdjoint`:
+    reverse mode by the discrete adjoint of the accepted steps), `"checkpointed"` (diffrax's
+    `RecursiveCheckpointAdjoint` given explicitly: reverse mode by recursive checkpointing of
+    every attempted step), `"lax"` (`ForwardMode`), `"sensitivity"` (`ForwardSensitivity`), or
+    None (another adjoint, e.g. `BacksolveAdjoint`: that run stays on diffrax)."""
+    if adjoint is None or isinstance(adjoint, DiscreteAdjoint):
+        return "adjoint"
+    if type(adjoint) is dfx.RecursiveCheckpointAdjoint:
         return "checkpointed"
     if isinstance(adjoint, dfx.ForwardMode):
         return "lax"
@@ -472,10 +504,23 @@ def loop_kind(adjoint) -> str | None:
 
 
 def check_adjoint(adjoint, kind, y0) -> None:
-    """Refuse `ForwardSensitivity` on a request this core does not run (`kind`: the request's
-    `jaxsim._route.SolverKind`)."""
+    """Refuse `ForwardSensitivity` and `DiscreteAdjoint` on a request this core does not run
+    (`kind`: the request's `jaxsim._route.SolverKind`)."""
     from ._layout import StateLayout
 
+    if isinstance(adjoint, DiscreteAdjoint):
+        if kind.driver != "adaptive" or not kind.native:
+            what = f"{kind.name} on the {kind.driver} driver"
+        elif StateLayout.of(y0) is None:
+            what = "a state whose leaves mix dtypes"
+        else:
+            return
+        raise ValueError(
+            "simulate: `adjoint=DiscreteAdjoint()` is the discrete adjoint of jaxsim's adaptive "
+            "pairs (Tsit5, Dopri5, Dopri8) without clocks, events, discontinuities or noise, on a "
+            f"state of one floating dtype; got {what}. Leave `adjoint` at None (the driver's own "
+            "reverse mode) for this run."
+        )
     if not isinstance(adjoint, ForwardSensitivity):
         return
     if kind.driver != "adaptive" or not kind.native:
@@ -597,6 +642,424 @@ def integrate_sensitive(f, step_map, theta, y0, t0, t1, ts, rtol, atol, **kw):
     return solve(theta, y0, t0, t1, ts, rtol, atol)
 
 
+# Reverse mode (`DiscreteAdjoint`): the recorded start states of one run's accepted steps take at
+# most this many bytes; a longer record keeps every K-th state and recomputes the steps between
+# them in the backward pass. Measured on a 2-core CPU: a loop buffer of 16 MiB costs 0.5 ms to
+# fill per call, one of 32 MiB or more 25 ms or more (allocated afresh each call: page faults).
+RECORD_BYTES = 16 * 2**20
+# XLA's CPU runtime runs a loop body's kernels in sequence only if none touches a buffer over 512
+# bytes (otherwise through its concurrent executor: 1.8x the time of a Dopri8 step of the J2
+# orbit, measured); the step loops of the record keep their buffers within this size, and copy
+# them to and from the whole record once per chunk of steps.
+_SMALL_BYTES = 512
+_MAX_CHUNK = 64
+
+
+class DiscreteAdjoint(eqx.Module):
+    r"""`simulate(..., adjoint=DiscreteAdjoint())`, the default (`adjoint=None`) on jaxsim's
+    adaptive pairs (`Tsit5`, `Dopri5`, `Dopri8`): reverse mode (`jax.grad`, `jax.jacrev`) by
+    the discrete adjoint of the accepted steps.
+
+    The forward pass is the plain step loop, which also records each accepted step's start and
+    end times and start state. The backward pass runs over the accepted steps from the last to the
+    first, each time through the vector-Jacobian product of one Runge-Kutta step
+    $y_{n+1} = \Phi(\theta, t_n, t_{n+1}, y_n)$ (its stages recomputed from $y_n$; the step map
+    after it, e.g. the MRP shadow switch, included), and through that of the pair's dense output
+    for the samples inside the step (the adjoint of a Runge-Kutta method: Hager, "Runge-Kutta
+    methods in optimal control and the transformed adjoint system", Numer. Math. 87, 2000;
+    Sandu, "On the properties of Runge-Kutta discrete adjoints", ICCS 2006). It is the same
+    derivative as that of diffrax's `RecursiveCheckpointAdjoint` (the derivative of the accepted
+    step sequence with the step sizes and accept/reject decisions held fixed: they are not
+    differentiated) to round-off, at a fraction of its cost: each accepted step is
+    differentiated once, rejected steps never (figures in `docs/gradients.md`).
+
+    Times: a traced `t0`, `t1` or `ts` is differentiated as in the checkpointed loop: each step's
+    times carry their derivatives w.r.t. `t0` and `t1` (a step starts where the last ended, the
+    last one ends at `t1`; a breakpoint is fixed), and a sample's time enters its interpolant.
+
+    Memory: 16 bytes per allowed step (`max_steps`) for the times (48 when `t0` or `t1` is
+    differentiated) and the start state of every accepted step, as long as `max_steps` states fit
+    in `RECORD_BYTES` (16 MiB; under `vmap`, per member); otherwise every K-th state, K the
+    smallest that fits, and the K - 1 steps between two recorded states are recomputed from the
+    recorded times in the backward pass (about one more forward run).
+
+    Reverse mode only: forward mode (`jax.jvp`, `jax.jacfwd`) through a run with this adjoint is
+    refused; pass `adjoint=diffrax.ForwardMode()` or `ForwardSensitivity()` there.
+    `diffrax.RecursiveCheckpointAdjoint()` passed explicitly runs the checkpointed loop
+    (diffrax's scheme: every attempted step recomputed and differentiated, memory O(sqrt of
+    `max_steps`) states).
+    """
+
+
+def _chunk_size(y0, tangents: bool) -> int:
+    """Accepted steps per chunk of the record: its buffers within `_SMALL_BYTES` (one at least)."""
+    per_step = max(y0.size * jnp.dtype(y0.dtype).itemsize, 8 * (2 if tangents else 1))
+    return max(1, min(_SMALL_BYTES // per_step, _MAX_CHUNK))
+
+
+def _record_every(max_steps: int, y0, tangents: bool, budget: int) -> int:
+    """K: every K-th accepted step's state is recorded, 1 or a multiple of the chunk size, the
+    smallest that keeps `max_steps / K` states within `budget` bytes."""
+    size = max_steps * y0.size * jnp.dtype(y0.dtype).itemsize
+    every = -(-size // max(int(budget), 1))
+    if every <= 1:
+        return 1
+    chunk = _chunk_size(y0, tangents)
+    return -(-every // chunk) * chunk
+
+
+class _Chunk(eqx.Module):
+    """The accepted steps of the current chunk (in the step loop; small buffers)."""
+
+    count: jax.Array  # accepted steps recorded in this chunk
+    tp: jax.Array  # (B,) start times
+    tn: jax.Array  # (B,) end times (inf past `count`)
+    y: object  # (B, n) start states, or None (every K-th state: the chunk loop records them)
+    d_now: object  # (2, 2) d(tprev, tnext) / d(t0, t1) of the loop's current step, or None
+    d_tp: object  # (B, 2) d tp / d(t0, t1), or None
+    d_tn: object  # (B, 2) d tn / d(t0, t1), or None
+
+    @staticmethod
+    def empty(every, tangents, y0, first_end, t0, t1):
+        tdtype = jnp.result_type(float)
+        size = _chunk_size(y0, tangents)
+        d_now = d_tp = d_tn = None
+        if tangents:
+            # tprev = t0; tnext = first_end(t0, t1).
+            eye = jnp.eye(2, dtype=tdtype)
+            d_next = jax.vmap(lambda d: jax.jvp(first_end, (t0, t1), (d[0], d[1]))[1])(eye)
+            d_now = jnp.stack([eye[0], d_next])
+            d_tp = d_tn = jnp.zeros((size, 2), tdtype)
+        return _Chunk(
+            count=jnp.asarray(0, jnp.int64), tp=jnp.zeros((size,), tdtype),
+            tn=jnp.full((size,), jnp.inf, tdtype),
+            y=jnp.zeros((size,) + y0.shape, y0.dtype) if every == 1 else None, d_now=d_now,
+            d_tp=d_tp, d_tn=d_tn,
+        )  # fmt: skip
+
+    def add(self, keep, tp, tn, y, times, t1, t1_floor):
+        """Record the step `(tp, tn)` from `y` where `keep`; carry the derivatives of the next
+        step's times (`times(tp, tn, t1, t1_floor) -> (t_start, t_end)`)."""
+        k = self.count
+
+        def put(buf, value):
+            return buf.at[k].set(jnp.where(keep, value, buf[k]))
+
+        new = dict(count=k + keep.astype(k.dtype), tp=put(self.tp, tp), tn=put(self.tn, tn))
+        if self.y is not None:
+            new["y"] = put(self.y, y)
+        if self.d_now is not None:
+            new["d_tp"] = put(self.d_tp, self.d_now[0])
+            new["d_tn"] = put(self.d_tn, self.d_now[1])
+
+            def tangent(j):  # the derivatives w.r.t. t0 (j = 0) and t1 (j = 1)
+                d1 = jnp.asarray(j, t1.dtype)
+                tangents = (self.d_now[0, j], self.d_now[1, j], d1, d1)
+                return jnp.stack(jax.jvp(times, (tp, tn, t1, t1_floor), tangents)[1])
+
+            new["d_now"] = jnp.stack([tangent(0), tangent(1)], axis=1)
+        return dataclasses.replace(self, **new)
+
+
+class _Record(eqx.Module):
+    """A run's accepted steps (`integrate(..., record=K)`); index k is the k-th accepted step."""
+
+    tp: jax.Array  # (M,) start times (M: max_steps rounded up to a multiple of the chunk and K)
+    tn: jax.Array  # (M,) end times (inf past the last accepted step)
+    y: jax.Array  # (M / K, n) start states of accepted steps 0, K, 2K, ...
+    d_tp: object  # (M, 2) d tp / d(t0, t1), or None
+    d_tn: object  # (M, 2) d tn / d(t0, t1), or None
+
+
+def _recorded_loop(cond, body, state, max_steps: int, every: int):
+    """The step loop (`body` recording into `state.rec`, a `_Chunk`) in chunks: each chunk of
+    accepted steps runs in an inner loop on the chunk's small buffers, then is copied into the
+    whole record. Returns `(final state, _Record)`."""
+    chunk0 = state.rec
+    size = chunk0.tp.shape[0]
+    span = max(size, every)  # K is 1 or a multiple of the chunk
+    total = -(-max_steps // span) * span
+    tdtype = chunk0.tp.dtype
+    tangents = chunk0.d_now is not None
+    record = _Record(
+        tp=jnp.zeros((total,), tdtype), tn=jnp.full((total,), jnp.inf, tdtype),
+        y=jnp.zeros((total // every,) + state.y.shape, state.y.dtype),
+        d_tp=jnp.zeros((total, 2), tdtype) if tangents else None,
+        d_tn=jnp.zeros((total, 2), tdtype) if tangents else None,
+    )  # fmt: skip
+    per_state = every // size  # chunks per recorded state (K > 1)
+
+    def running(s):
+        return cond(s) & (s.num_steps < max_steps)
+
+    def chunk_body(carry):
+        s, rec, c = carry
+        if every > 1:
+            k = c // per_state
+            rec = dataclasses.replace(
+                rec, y=rec.y.at[k].set(jnp.where(c % per_state == 0, s.y, rec.y[k]))
+            )
+        fresh = dataclasses.replace(
+            s.rec, count=jnp.zeros_like(s.rec.count), tn=jnp.full_like(s.rec.tn, jnp.inf)
+        )
+        s = jax.lax.while_loop(
+            lambda s: running(s) & (s.rec.count < size), body,
+            dataclasses.replace(s, rec=fresh),
+        )  # fmt: skip
+        off = c * size
+
+        def put(buf, part):
+            return jax.lax.dynamic_update_slice_in_dim(buf, part, off, 0)
+
+        new = dict(tp=put(rec.tp, s.rec.tp), tn=put(rec.tn, s.rec.tn))
+        if every == 1:
+            new["y"] = put(rec.y, s.rec.y)
+        if tangents:
+            new["d_tp"] = put(rec.d_tp, s.rec.d_tp)
+            new["d_tn"] = put(rec.d_tn, s.rec.d_tn)
+        return s, dataclasses.replace(rec, **new), c + 1
+
+    final, record, _ = jax.lax.while_loop(
+        lambda carry: running(carry[0]), chunk_body, (state, record, jnp.asarray(0, jnp.int64))
+    )
+    return final, record
+
+
+def _step_states(pair, step, f, step_map, theta, tp, tn, y):
+    """One step of the pair from `(tp, y)` to `tn` with `f(theta, t, y)`, its first stage
+    evaluated: `(y_next, y1, ks)`, `y_next` after the step map (None: the identity), `y1` and the
+    stages `ks` what the dense output takes."""
+    fth = lambda t, v: f(theta, t, v)  # noqa: E731
+    y1, _, ks, _ = step(pair, fth, tp, tn, y, fth(tp, y))
+    y_next = y1 if step_map is None else step_map(theta, tn, y1)[0]
+    return y_next, y1, ks
+
+
+def _slice(a, start, size):
+    """`a[start : start + size]` (traced start), or None for None."""
+    return None if a is None else jax.lax.dynamic_slice_in_dim(a, start, size, 0)
+
+
+def _dense(ct, like):
+    """A cotangent as an array (zeros for a symbolic zero)."""
+    if isinstance(ct, jax.custom_derivatives.SymbolicZero):
+        return jnp.zeros(jnp.shape(like), jnp.result_type(like))
+    return ct
+
+
+def integrate_adjoint(
+    f, step_map, theta, y0, t0, t1, ts, rtol, atol, *, record_bytes=None, **kw
+):  # fmt: skip
+    """`integrate` of `y' = f(theta, t, y)`, reverse-mode differentiable by the discrete adjoint
+    of its accepted steps (`DiscreteAdjoint`) w.r.t. `theta` (a pytree of arrays), `y0`, `t0`,
+    `t1` and `ts`.
+
+    `step_map(theta, t, y) -> (y, counts)` or None (the identity); `record_bytes`: the budget of
+    recorded states (None: `RECORD_BYTES`); `kw`: `integrate`'s other keywords (static). Not
+    differentiated, it is `integrate` with the plain step loop; forward mode is refused (a
+    `jax.custom_vjp`)."""
+    pair, max_steps = kw["pair"], kw["max_steps"]
+    endpoints_only = kw.get("endpoints_only", False)
+    step = step_unrolled if kw.get("unrolled", True) else step_looped
+    budget = RECORD_BYTES if record_bytes is None else record_bytes
+    tdtype = jnp.result_type(float)
+    # The step map's counters start from an input of the custom_vjp (arrays of an enclosing
+    # trace must not be closed over).
+    counts0 = kw.pop("counts0", None)
+
+    def recorded(theta, y0, t0, t1, ts, rtol, atol, counts0, record, tangents):
+        m = None if step_map is None else (lambda t, y: step_map(theta, t, y))
+        return integrate(
+            lambda t, y: f(theta, t, y), y0, t0, t1, ts, rtol=rtol, atol=atol, step_map=m,
+            counts0=counts0, loop="lax", record=record, record_tangents=tangents, **kw,
+        )  # fmt: skip
+
+    def plain(theta, y0, t0, t1, ts, rtol, atol, counts0):
+        return recorded(theta, y0, t0, t1, ts, rtol, atol, counts0, 0, False)
+
+    solve = jax.custom_vjp(plain)
+    # What the backward pass needs to know of the inputs (set by `fwd`, static).
+    seen = {}
+
+    def fwd(theta, y0, t0, t1, ts, rtol, atol, counts0):
+        args = (theta, y0, t0, t1, ts, rtol, atol, counts0)
+        values = jtu.tree_map(lambda p: p.value, args)
+        perturbed = jtu.tree_map(lambda p: p.perturbed, args)
+        tangents = perturbed[2] or perturbed[3]
+        every = _record_every(max_steps, values[1], tangents, budget)
+        seen.update(perturbed=perturbed, every=every, size=_chunk_size(values[1], tangents))
+        out = recorded(*values, every, tangents)
+        rec = out.pop("record")
+        ok = out["result"] == RESULTS.successful
+        return out, (values[:5], rec, out["num_accepted_steps"], ok)
+
+    def bwd(residuals, ct):
+        (theta, y0, t0, t1, ts), rec, n_acc, ok = residuals
+        p_theta, p_y0, p_t0, p_t1, p_ts = seen["perturbed"][:5]
+        every, size = seen["every"], seen["size"]
+        n_ts = ts.shape[0]
+        ys_like = jnp.zeros((2 if endpoints_only else n_ts,) + y0.shape, y0.dtype)
+        ct_ys = _dense(ct["ys"], ys_like)
+        ct_tf = _dense(ct["t_final"], t0)
+
+        # The differentiated leaves of theta (inexact, perturbed); the others are constants.
+        leaves, treedef = jtu.tree_flatten(theta)
+        p_leaves = treedef.flatten_up_to(p_theta)
+        active = [
+            i for i, (x, p) in enumerate(zip(leaves, p_leaves, strict=True))
+            if p and jnp.issubdtype(jnp.result_type(x), jnp.inexact)
+        ]  # fmt: skip
+
+        def with_active(vals):
+            new = list(leaves)
+            for i, v in zip(active, vals, strict=True):
+                new[i] = v
+            return jtu.tree_unflatten(treedef, new)
+
+        th_active = [leaves[i] for i in active]
+
+        def g(th, tp, tn, y):
+            return _step_states(pair, step, f, step_map, with_active(th), tp, tn, y)
+
+        def sample(tp, tn, y, y1, ks, t):
+            return pair.interpolation(t0=tp, t1=tn, y0=y, y1=y1, k=ks).evaluate(t)
+
+        # The accepted step of each sample (the first one ending at or after it: the forward
+        # loop's rule); samples past the last accepted step (a failed run) hold the final state.
+        if endpoints_only:
+            ybar = ct_ys[1]
+            last_sample = jnp.asarray(-1, jnp.int64)
+            step_of = None
+        else:
+            step_of = jnp.searchsorted(rec.tn, ts, side="left")
+            reached = step_of < n_acc
+            ybar = jnp.sum(jnp.where(reached[:, None], 0.0, ct_ys), axis=0).astype(y0.dtype)
+            last_sample = jnp.sum(reached).astype(jnp.int64) - 1
+        tbar = jnp.zeros((2,), tdtype)  # d/d(t0, t1)
+        tsbar = jnp.zeros_like(ts)
+        # The final time: t1 (endpoints) or the last sample's time.
+        if endpoints_only:
+            tbar = tbar.at[1].add(jnp.where(ok, ct_tf, 0.0))
+        else:
+            idx = jnp.where(ok, n_ts - 1, jnp.maximum(last_sample, 0))
+            tsbar = tsbar.at[idx].add(ct_tf)
+
+        def back_step(c, tp, tn, y, d_tp, d_tn):
+            """The cotangents through accepted step `c["n"]` (times `(tp, tn)`, start state `y`,
+            the times' derivatives w.r.t. (t0, t1) `d_tp`, `d_tn` or None)."""
+            n = c["n"]
+            # The times' cotangents only where t0 or t1 is differentiated.
+            times = d_tp is not None
+            if times:
+                (_, y1, ks), vjp_step = jax.vjp(g, c["th"], tp, tn, y)
+            else:
+                (_, y1, ks), vjp_step = jax.vjp(lambda th, y: g(th, tp, tn, y), c["th"], y)
+            y1bar, ksbar = jnp.zeros_like(y1), jnp.zeros_like(ks)
+            ybar_s, tpbar, tnbar = jnp.zeros_like(y), jnp.zeros((), tdtype), jnp.zeros((), tdtype)
+            i, tsb = c["i"], c["tsbar"]
+            if not endpoints_only:
+
+                def s_cond(sc):
+                    i = sc[0]
+                    return (i >= 0) & (step_of[jnp.maximum(i, 0)] == n)
+
+                def s_body(sc):
+                    i, yb, y1b, ksb, tpb, tnb, tsb = sc
+                    # Differentiated w.r.t. the step's times if needed, the sample's if traced.
+                    t_i, ct_i = ts[i], ct_ys[i].astype(y1.dtype)
+                    if times:
+                        _, vjp_s = jax.vjp(sample, tp, tn, y, y1, ks, t_i)
+                        a, b, cy, cy1, cks, cti = vjp_s(ct_i)
+                        tpb, tnb = tpb + a, tnb + b
+                    elif p_ts:
+                        _, vjp_s = jax.vjp(lambda *v: sample(tp, tn, *v), y, y1, ks, t_i)
+                        cy, cy1, cks, cti = vjp_s(ct_i)
+                    else:
+                        _, vjp_s = jax.vjp(lambda *v: sample(tp, tn, *v, t_i), y, y1, ks)
+                        (cy, cy1, cks), cti = vjp_s(ct_i), 0.0
+                    return i - 1, yb + cy, y1b + cy1, ksb + cks, tpb, tnb, tsb.at[i].add(cti)
+
+                i, ybar_s, y1bar, ksbar, tpbar, tnbar, tsb = jax.lax.while_loop(
+                    s_cond, s_body, (i, ybar_s, y1bar, ksbar, tpbar, tnbar, tsb)
+                )
+            tb = c["tbar"]
+            if times:
+                thb, tpb, tnb, yb = vjp_step((c["ybar"], y1bar, ksbar))
+                tb = tb + (tpb + tpbar) * d_tp + (tnb + tnbar) * d_tn
+            else:
+                thb, yb = vjp_step((c["ybar"], y1bar, ksbar))
+            return dict(
+                n=n - 1, ybar=yb + ybar_s, th=c["th"], thbar=jtu.tree_map(jnp.add, c["thbar"], thb),
+                tbar=tb, tsbar=tsb, i=i,
+            )  # fmt: skip
+
+        def back_range(c, lo, tp, tn, ys, d_tp, d_tn):
+            """Steps `c["n"]` down to `lo`, their records given from `lo` on (a multiple of the
+            chunk size long): chunk by chunk, each chunk's steps on a copy of its records."""
+
+            def chunk(c):
+                off = ((c["n"] - lo) // size) * size
+                tp_c, tn_c, y_c, dtp_c, dtn_c = (
+                    _slice(a, off, size) for a in (tp, tn, ys, d_tp, d_tn)
+                )
+                base = lo + off
+
+                def one(c):
+                    j = c["n"] - base
+                    pick = lambda a: None if a is None else a[j]  # noqa: E731
+                    return back_step(c, tp_c[j], tn_c[j], y_c[j], pick(dtp_c), pick(dtn_c))
+
+                return jax.lax.while_loop(lambda c: c["n"] >= base, one, c)
+
+            return jax.lax.while_loop(lambda c: c["n"] >= lo, chunk, c)
+
+        carry = dict(
+            n=n_acc - 1, ybar=ybar, th=th_active, thbar=jtu.tree_map(jnp.zeros_like, th_active),
+            tbar=tbar, tsbar=tsbar, i=last_sample,
+        )  # fmt: skip
+        if every == 1:
+            carry = back_range(carry, 0, rec.tp, rec.tn, rec.y, rec.d_tp, rec.d_tn)
+        else:
+            # Blocks of K steps from the last: the block's states recomputed from its recorded
+            # first one along the recorded times, then its steps taken backwards.
+            def block(c):
+                lo = (c["n"] // every) * every
+                tp_b, tn_b, dtp_b, dtn_b = (
+                    _slice(a, lo, every) for a in (rec.tp, rec.tn, rec.d_tp, rec.d_tn)
+                )
+                local = jnp.zeros((every,) + y0.shape, y0.dtype).at[0].set(rec.y[lo // every])
+
+                def redo(rc):
+                    j, buf = rc
+                    y_next = g(th_active, tp_b[j - 1], tn_b[j - 1], buf[j - 1])[0]
+                    return j + 1, buf.at[j].set(y_next)
+
+                _, local = jax.lax.while_loop(
+                    lambda rc: rc[0] <= c["n"] - lo, redo, (jnp.asarray(1, jnp.int64), local)
+                )
+                return back_range(c, lo, tp_b, tn_b, local, dtp_b, dtn_b)
+
+            carry = jax.lax.while_loop(lambda c: c["n"] >= 0, block, carry)
+        y0bar = carry["ybar"] + ct_ys[0] if endpoints_only else carry["ybar"]
+        # A failed run (max_steps reached) has NaN derivatives, whatever it reached
+        # (`jaxsim._validity`).
+        nan_if_failed = lambda x: x * jnp.where(ok, 1.0, jnp.nan).astype(x.dtype)  # noqa: E731
+        thbar = [None] * len(leaves)
+        for i, v in zip(active, carry["thbar"], strict=True):
+            thbar[i] = nan_if_failed(v)
+        thbar = jtu.tree_unflatten(treedef, thbar)
+        tb = nan_if_failed(carry["tbar"])
+        return (
+            thbar, nan_if_failed(y0bar) if p_y0 else None, tb[0] if p_t0 else None,
+            tb[1] if p_t1 else None, nan_if_failed(carry["tsbar"]) if p_ts else None, None, None,
+            None,
+        )  # fmt: skip
+
+    solve.defvjp(fwd, bwd, symbolic_zeros=True)
+    tdt = lambda x: jnp.asarray(x, tdtype)  # noqa: E731
+    return solve(theta, y0, tdt(t0), tdt(t1), tdt(ts), rtol, atol, counts0)
+
+
 def supports(solver, y0, adjoint) -> bool:
     """Whether `simulate`'s plain adaptive request runs here: a jaxsim pair, a state with a flat
     layout (one floating dtype) and an adjoint this core implements (None or `ForwardMode`)."""
@@ -654,8 +1117,8 @@ def run(
         counts0=zeros_counts(model, y0), endpoints_only=endpoints_only,
         unrolled=solver.unrolled, progress=progress,
     )  # fmt: skip
-    if loop == "sensitivity":
-        # The model's and args' arrays are the inputs the sensitivities may be taken to.
+    if loop in ("sensitivity", "adjoint"):
+        # The model's and args' arrays are the inputs the derivatives may be taken to.
         theta, static = eqx.partition((model, args), eqx.is_array)
 
         def f_theta(th, t, v):
@@ -668,7 +1131,12 @@ def run(
             return pack(y), counts
 
         tdtype = jnp.result_type(float)
-        out = integrate_sensitive(
+        if loop == "adjoint":
+            solve = integrate_adjoint
+            map_theta = None if _identity_step_map(model) else map_theta
+        else:
+            solve = integrate_sensitive
+        out = solve(
             f_theta, map_theta, theta, pack(y0), jnp.asarray(t0, tdtype),
             jnp.asarray(t1, tdtype), jnp.asarray(ts, tdtype), jnp.asarray(rtol),
             jnp.asarray(atol), **common,

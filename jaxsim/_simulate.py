@@ -88,9 +88,11 @@ def _with_info(run):
                 raise
             raise TypeError(
                 "simulate: forward-mode differentiation (`jax.jvp`, `jax.jacfwd`, `jax.hessian`) "
-                "through an adaptive or segmented solve needs `adjoint=diffrax.ForwardMode()`; "
-                "the default adjoint (None: diffrax's RecursiveCheckpointAdjoint) is reverse mode "
-                "only (`jax.grad`, `jax.jacrev`)."
+                "through an adaptive or segmented solve needs `adjoint=diffrax.ForwardMode()` "
+                "(or `adjoint=jaxsim.ForwardSensitivity()` on jaxsim's adaptive pairs); the "
+                "default adjoint (None: `jaxsim.DiscreteAdjoint` on jaxsim's adaptive pairs, "
+                "diffrax's RecursiveCheckpointAdjoint elsewhere) is reverse mode only "
+                "(`jax.grad`, `jax.jacrev`)."
             ) from err
         if not isinstance(sol, Solution) or sol.info is not None:
             return sol
@@ -199,8 +201,10 @@ def simulate(
       boundaries: a traced burn start then splits a fixed step). Requests no driver supports are
       refused by name: e.g. an SDE with clocks or events, `max_events` without events, `dtmax`
       with a fixed-step solver.
-    - `adjoint`: how `diffrax.diffeqsolve` (adaptive and clocked runs) is differentiated: `None`
-      (diffrax's default `RecursiveCheckpointAdjoint`, reverse mode: `jax.grad`, `jax.jacrev`) or
+    - `adjoint`: how adaptive and clocked runs are differentiated: `None` (reverse mode: `jax.grad`,
+      `jax.jacrev`; on jaxsim's adaptive pairs `jaxsim.DiscreteAdjoint()`, the discrete adjoint of
+      the accepted steps, elsewhere diffrax's `RecursiveCheckpointAdjoint`; pass
+      `diffrax.RecursiveCheckpointAdjoint()` for diffrax's scheme on jaxsim's pairs too) or
       `diffrax.ForwardMode()` (forward mode: `jax.jvp`, `jax.jacfwd`, cheaper for a few
       parameters). The fixed-step driver is a plain `lax.scan` and supports both modes as is; there
       `adjoint` is ignored. `jaxsim.ForwardSensitivity()` (jaxsim's adaptive pairs, plain runs):

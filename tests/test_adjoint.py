@@ -1,0 +1,305 @@
+r"""The discrete adjoint of jaxsim's adaptive core (`jaxsim.DiscreteAdjoint`, the default reverse
+mode on `Tsit5`, `Dopri5`, `Dopri8`; `jaxsim._adaptive_core.integrate_adjoint`).
+
+Oracles: the checkpointed loop (`adjoint=diffrax.RecursiveCheckpointAdjoint()`), which
+differentiates the same accepted step sequence with the step sizes held fixed, so the two agree
+to round-off; the analytic harmonic oscillator $x = x_0 \cos(\omega \tau) + (v_0/\omega)
+\sin(\omega \tau)$, $\tau = t - t_0$, differentiated by JAX (at a tight tolerance the
+derivative of the discretisation is that of the solution to about the tolerance); central finite
+differences of the forward run.
+"""
+
+import math
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsim as js
+from jaxsim import _adaptive_core as core
+
+
+# The two adjoints differentiate the same discretisation; they differ by the order of the
+# floating-point sums only (measured up to 3e-15 relative on these runs).
+ROUND_OFF_REL_TOL = 1e-12
+# Dopri8 at rtol = atol = 1e-12 over half an oscillation: the derivatives of the discretisation
+# against the analytic ones, measured within 2e-11 relative.
+ANALYTIC_REL_TOL = 1e-9
+# Central differences of the forward run (relative step FD_STEP): truncation ~FD_STEP^2 plus the
+# run's rtol-level noise over FD_STEP; the step sequence may switch within the difference.
+FD_STEP = 1e-5
+FD_REL_TOL = 1e-6
+# A sample time's derivative is the interpolant's time derivative: Dopri8's 7th-order dense
+# output differentiated, within 1e-9 relative of the drift at rtol 1e-12 (measured 2e-10).
+DENSE_REL_TOL = 1e-8
+RTOL = 1e-8  # the cross-checks against the checkpointed loop (few steps: small programs)
+TIGHT = 1e-12  # the analytic checks
+
+PAIRS = {"Tsit5": js.Tsit5, "Dopri5": js.Dopri5, "Dopri8": js.Dopri8}
+CHECKPOINTED = dfx.RecursiveCheckpointAdjoint()
+
+
+class Kepler(js.AbstractDynamicObject):
+    """Two-body orbit (mu = 1); `jump`: a breakpoint time after which a small along-track push
+    acts (a drift discontinuous in time)."""
+
+    mu: jax.Array
+    jump: float = eqx.field(static=True, default=0.0)
+    name: str = eqx.field(static=True, default="kepler")
+
+    def init_state(self, x=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0)):
+        x = jnp.asarray(x, float)
+        return {"r": x[:3], "v": x[3:]}
+
+    def drift(self, t, y, args):
+        r = y["r"]
+        r2 = r @ r
+        a = -self.mu * r / (r2 * jnp.sqrt(r2))
+        if self.jump:
+            a = a + jnp.where(t >= self.jump, 1e-2, 0.0) * y["v"]
+        return {"r": y["v"], "v": a}
+
+    def breakpoints(self):
+        return (self.jump,) if self.jump else ()
+
+
+class Tumble(js.AbstractDynamicObject):
+    """A damped body spinning about a fixed axis, attitude in MRPs with the shadow switch
+    (|sigma| > 1 -> -sigma/|sigma|^2) as its step map: sigma' = B(sigma) omega / 4
+    (Schaub & Junkins, "Analytical Mechanics of Space Systems", eq. 3.163), omega' = -c omega."""
+
+    c: jax.Array
+    name: str = eqx.field(static=True, default="tumble")
+
+    def init_state(self, sigma=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0)):
+        return {"sigma": jnp.asarray(sigma, float), "omega": jnp.asarray(omega, float)}
+
+    def drift(self, t, y, args):
+        s, w = y["sigma"], y["omega"]
+        s2 = s @ s
+        skew = jnp.array([[0.0, -s[2], s[1]], [s[2], 0.0, -s[0]], [-s[1], s[0], 0.0]])
+        b = (1 - s2) * jnp.eye(3) + 2 * skew + 2 * jnp.outer(s, s)
+        return {"sigma": 0.25 * b @ w, "omega": -self.c * w}
+
+    def step_map(self, t, y):
+        s = y["sigma"]
+        s2 = s @ s
+        switch = s2 > 1.0
+        s = jnp.where(switch, -s / s2, s)
+        return {"sigma": s, "omega": y["omega"]}, {"switches": switch.astype(jnp.int32)}
+
+
+class Oscillator(js.AbstractDynamicObject):
+    omega: jax.Array
+    name: str = eqx.field(static=True, default="osc")
+
+    def init_state(self, x=1.0, v=0.0):
+        return {
+            "x": jnp.reshape(jnp.asarray(x, float), (1,)),
+            "v": jnp.reshape(jnp.asarray(v, float), (1,)),
+        }
+
+    def drift(self, t, y, args):
+        return {"x": y["v"], "v": -(self.omega**2) * y["x"]}
+
+
+def oscillator_analytic(omega, x0, v0, t0, t):
+    tau = t - t0
+    x = x0 * jnp.cos(omega * tau) + v0 / omega * jnp.sin(omega * tau)
+    v = -x0 * omega * jnp.sin(omega * tau) + v0 * jnp.cos(omega * tau)
+    return x, v
+
+
+def periapsis(e=0.5):
+    rp, vp = 1.0 - e, math.sqrt((1.0 + e) / (1.0 - e))
+    return jnp.array([rp, 0.0, 0.0, 0.0, vp * math.cos(0.3), vp * math.sin(0.3)])
+
+
+def rel(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def kepler_loss(mu, x, *, solver, adjoint=None, ts=None, jump=0.0):
+    model = Kepler(mu, jump=jump)
+    sol = js.simulate(
+        model, model.init_state(x), 1.5, solver=solver, rtol=RTOL, atol=RTOL, ts=ts,
+        outputs=False, adjoint=adjoint,
+    )  # fmt: skip
+    return jnp.sum(sol.ys["r"] ** 2) + jnp.sum(jnp.sin(sol.ys["v"][-1]))
+
+
+@pytest.mark.parametrize("samples", [False, True], ids=["endpoints", "samples"])
+@pytest.mark.parametrize("pair", list(PAIRS))
+def test_same_gradient_as_the_checkpointed_loop(pair, samples):
+    # With samples the loss reads interpolated states inside steps; with a breakpoint (Dopri8)
+    # the steps end just before it and restart after it.
+    ts = jnp.linspace(0.0, 1.5, 6) if samples else None
+    jump = 0.7 if pair == "Dopri8" else 0.0
+    kw = dict(solver=PAIRS[pair](), ts=ts, jump=jump)
+    grad = jax.grad(kepler_loss, (0, 1))
+    mu, x = jnp.asarray(1.0), periapsis()
+    new = grad(mu, x, **kw)
+    old = grad(mu, x, adjoint=CHECKPOINTED, **kw)
+    assert rel(new[0], old[0]) <= ROUND_OFF_REL_TOL
+    assert rel(new[1], old[1]) <= ROUND_OFF_REL_TOL
+    # The explicit class is the default.
+    again = grad(mu, x, adjoint=js.DiscreteAdjoint(), **kw)
+    np.testing.assert_array_equal(np.asarray(again[1]), np.asarray(new[1]))
+
+
+def test_step_map_shadow_switch():
+    model = Tumble(jnp.asarray(0.05))
+    y0 = {"sigma": jnp.array([0.3, 0.1, 0.0]), "omega": jnp.array([2.0, 0.5, 0.2])}
+
+    def run(c, w, adjoint=None):
+        m = eqx.tree_at(lambda m: m.c, model, c)
+        return js.simulate(
+            m, {"sigma": y0["sigma"], "omega": w}, 3.0, solver=js.Dopri5(), rtol=RTOL,
+            atol=RTOL, ts=jnp.linspace(0.0, 3.0, 7), outputs=False, adjoint=adjoint,
+        )  # fmt: skip
+
+    sol = run(model.c, y0["omega"])
+    assert int(sol.stats["counts"]["switches"]) >= 1  # the map acts inside the run
+
+    def loss(c, w, adjoint=None):
+        s = run(c, w, adjoint).ys["sigma"]
+        return jnp.sum(s * jnp.arange(1.0, 4.0))
+
+    new = jax.grad(loss, (0, 1))(model.c, y0["omega"])
+    old = jax.grad(loss, (0, 1))(model.c, y0["omega"], CHECKPOINTED)
+    assert rel(new[0], old[0]) <= ROUND_OFF_REL_TOL
+    assert rel(new[1], old[1]) <= ROUND_OFF_REL_TOL
+    # Central differences of the forward run in omega0 (the switch times move smoothly).
+    f = jax.jit(jax.vmap(lambda w: loss(model.c, w)))
+    steps = FD_STEP * jnp.eye(3)
+    fd = (f(y0["omega"] + steps) - f(y0["omega"] - steps)) / (2 * FD_STEP)
+    assert rel(new[1], fd) <= FD_REL_TOL
+
+
+def oscillator_run(omega, x0, v0, t0, t1, ts=None, adjoint=None):
+    model = Oscillator(omega)
+    y0 = {"x": jnp.reshape(x0, (1,)), "v": jnp.reshape(v0, (1,))}
+    return js.simulate(
+        model, y0, t1, t0=t0, ts=ts, solver=js.Dopri8(), rtol=TIGHT, atol=TIGHT,
+        outputs=False, adjoint=adjoint,
+    )  # fmt: skip
+
+
+def test_matches_the_analytic_derivatives_including_t0_and_t1():
+    args = (jnp.asarray(1.3), jnp.asarray(0.7), jnp.asarray(-0.4), jnp.asarray(0.2),
+            jnp.asarray(2.6))  # fmt: skip
+
+    def loss(fn, *a):
+        x, v = fn(*a)
+        return x + 0.5 * v
+
+    def numeric(*a, adjoint=None):
+        sol = oscillator_run(*a, adjoint=adjoint)
+        return sol.ys["x"][-1, 0], sol.ys["v"][-1, 0]
+
+    argnums = tuple(range(5))
+    exact = jax.grad(lambda *a: loss(oscillator_analytic, *a), argnums)(*args)
+    new = jax.jit(jax.grad(lambda *a: loss(numeric, *a), argnums))(*args)
+    for n, e in zip(new, exact, strict=True):
+        assert rel(n, e) <= ANALYTIC_REL_TOL
+    # d/dt1 is the drift at t1: x' + 0.5 v' = v - 0.5 omega^2 x.
+    x1, v1 = oscillator_analytic(*args[:4], args[4])
+    assert rel(new[4], v1 - 0.5 * args[0] ** 2 * x1) <= ANALYTIC_REL_TOL
+    # The time derivatives are the checkpointed loop's (the same fixed offsets of the steps).
+    old = jax.jit(
+        jax.grad(lambda *a: loss(lambda *b: numeric(*b, adjoint=CHECKPOINTED), *a), argnums)
+    )(*args)
+    for n, o in zip(new, old, strict=True):
+        assert rel(n, o) <= ROUND_OFF_REL_TOL
+
+
+def test_traced_sample_times():
+    omega, x0, v0 = jnp.asarray(1.3), jnp.asarray(0.7), jnp.asarray(-0.4)
+    ts = jnp.array([0.0, 0.45, 1.1, 1.7, 2.0])
+
+    def loss(ts, adjoint=None):
+        sol = oscillator_run(omega, x0, v0, 0.0, None, ts=ts, adjoint=adjoint)
+        return jnp.sum(sol.ys["x"][:, 0] * jnp.arange(1.0, 6.0))
+
+    new = jax.jit(jax.grad(loss))(ts)
+    old = jax.jit(jax.grad(lambda ts: loss(ts, CHECKPOINTED)))(ts)
+    assert rel(new, old) <= ROUND_OFF_REL_TOL
+    # d x(t_i) / d t_i = v(t_i): the interpolant's time derivative.
+    _, v = oscillator_analytic(omega, x0, v0, 0.0, ts)
+    assert rel(new, v * jnp.arange(1.0, 6.0)) <= DENSE_REL_TOL
+
+
+def test_vmap_and_jit_of_the_gradient():
+    solver = js.Tsit5()
+    mus = jnp.array([0.9, 1.0, 1.1])
+    grad = jax.grad(lambda mu: kepler_loss(mu, periapsis(), solver=solver))
+    batched = jax.jit(jax.vmap(grad))(mus)
+    single = [grad(mu) for mu in mus]  # eager
+    np.testing.assert_allclose(np.asarray(batched), np.asarray(single), rtol=ROUND_OFF_REL_TOL)
+
+
+def _flat_oscillators(theta, t, y):
+    """Four uncoupled oscillators, y = (x, v) stacked (a state of 64 bytes: chunks of 8 steps)."""
+    x, v = y[:4], y[4:]
+    return jnp.concatenate([v, -(theta["omega"] ** 2) * x])
+
+
+@pytest.mark.parametrize("samples", [False, True], ids=["endpoints", "samples"])
+def test_memory_budget_recomputes_the_same_gradient(samples):
+    pair = core.pair_of(js.Dopri5._unrolled_cls)
+    max_steps = 400
+    y0 = jnp.array([0.7, -0.4, 0.1, 0.3, 0.0, 0.2, -0.5, 0.1])
+    omega = jnp.array([1.3, 0.8, 2.1, 1.7])
+    ts = jnp.linspace(0.0, 3.0, 7)
+    # A budget of a twentieth of the record: every K-th state, K three chunks.
+    small = max_steps * y0.size * 8 // 20
+    every = core._record_every(max_steps, y0, True, small)
+    assert every == 3 * core._chunk_size(y0, True)
+
+    def run(omega, y0, t1, ts, budget):
+        return core.integrate_adjoint(
+            _flat_oscillators, None, {"omega": omega}, y0, 0.0, t1,
+            ts if samples else jnp.stack([jnp.asarray(0.0), t1]), jnp.asarray(1e-9),
+            jnp.asarray(1e-9), record_bytes=budget, pair=pair, max_steps=max_steps,
+            endpoints_only=not samples,
+        )  # fmt: skip
+
+    args = (omega, y0, jnp.asarray(3.0), ts)
+    # Several blocks of K steps, the last one partial.
+    accepted = int(run(*args, None)["num_accepted_steps"])
+    assert accepted > 2 * every and accepted % every
+
+    def loss(*a):
+        return jnp.sum(run(*a)["ys"] ** 2)
+
+    full = jax.jit(jax.grad(lambda *a: loss(*a, None), (0, 1, 2, 3)))(*args)
+    part = jax.jit(jax.grad(lambda *a: loss(*a, small), (0, 1, 2, 3)))(*args)
+    # Relative to the largest derivative (d/dt1 with samples is ~0: the samples do not move).
+    scale = max(float(np.max(np.abs(np.asarray(b)))) for b in full)
+    for a, b in zip(part, full, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=ROUND_OFF_REL_TOL * scale)
+
+
+def test_failed_run_has_nan_derivatives():
+    def loss(mu):
+        model = Kepler(mu)
+        sol = js.simulate(
+            model, model.init_state(periapsis()), 1.5, solver=js.Tsit5(), rtol=RTOL, atol=RTOL,
+            max_steps=5, throw=False, outputs=False,
+        )  # fmt: skip
+        return jnp.sum(sol.ys["r"][-1])
+
+    assert np.isnan(float(jax.grad(loss)(jnp.asarray(1.0))))
+
+
+def test_forward_mode_is_refused_by_name():
+    with pytest.raises(TypeError, match="ForwardMode.*ForwardSensitivity"):
+        jax.jacfwd(lambda mu: kepler_loss(mu, periapsis(), solver=js.Tsit5()))(jnp.asarray(1.0))
+    model = Oscillator(jnp.asarray(1.0))
+    y0 = {"x": jnp.ones(1), "v": jnp.zeros(1)}
+    with pytest.raises(ValueError, match="DiscreteAdjoint.*RK4 on the fixed driver"):
+        js.simulate(model, y0, 1.0, dt=0.1, solver=js.RK4(), adjoint=js.DiscreteAdjoint())
