@@ -863,26 +863,27 @@ def integrate_adjoint(
     step = step_unrolled if kw.get("unrolled", True) else step_looped
     budget = RECORD_BYTES if record_bytes is None else record_bytes
     tdtype = jnp.result_type(float)
-    # The step map's counters start from an input of the custom_vjp (arrays of an enclosing
-    # trace must not be closed over).
-    counts0 = kw.pop("counts0", None)
+    # The step map's counters and the progress reporter (its token) are inputs of the
+    # custom_vjp, not differentiated (arrays of an enclosing trace must not be closed over).
+    extra = (kw.pop("counts0", None), kw.pop("progress", None))
 
-    def recorded(theta, y0, t0, t1, ts, rtol, atol, counts0, record, tangents):
+    def recorded(theta, y0, t0, t1, ts, rtol, atol, extra, record, tangents):
         m = None if step_map is None else (lambda t, y: step_map(theta, t, y))
         return integrate(
             lambda t, y: f(theta, t, y), y0, t0, t1, ts, rtol=rtol, atol=atol, step_map=m,
-            counts0=counts0, loop="lax", record=record, record_tangents=tangents, **kw,
+            counts0=extra[0], progress=extra[1], loop="lax", record=record,
+            record_tangents=tangents, **kw,
         )  # fmt: skip
 
-    def plain(theta, y0, t0, t1, ts, rtol, atol, counts0):
-        return recorded(theta, y0, t0, t1, ts, rtol, atol, counts0, 0, False)
+    def plain(theta, y0, t0, t1, ts, rtol, atol, extra):
+        return recorded(theta, y0, t0, t1, ts, rtol, atol, extra, 0, False)
 
     solve = jax.custom_vjp(plain)
     # What the backward pass needs to know of the inputs (set by `fwd`, static).
     seen = {}
 
-    def fwd(theta, y0, t0, t1, ts, rtol, atol, counts0):
-        args = (theta, y0, t0, t1, ts, rtol, atol, counts0)
+    def fwd(theta, y0, t0, t1, ts, rtol, atol, extra):
+        args = (theta, y0, t0, t1, ts, rtol, atol, extra)
         values = jtu.tree_map(lambda p: p.value, args)
         perturbed = jtu.tree_map(lambda p: p.perturbed, args)
         tangents = perturbed[2] or perturbed[3]
@@ -1057,7 +1058,7 @@ def integrate_adjoint(
 
     solve.defvjp(fwd, bwd, symbolic_zeros=True)
     tdt = lambda x: jnp.asarray(x, tdtype)  # noqa: E731
-    return solve(theta, y0, tdt(t0), tdt(t1), tdt(ts), rtol, atol, counts0)
+    return solve(theta, y0, tdt(t0), tdt(t1), tdt(ts), rtol, atol, extra)
 
 
 def supports(solver, y0, adjoint) -> bool:
