@@ -9,6 +9,7 @@ import jax
 import numpy as np
 
 import effectors as fx
+import jaxsim as js
 
 
 DATA = Path(__file__).parent / "data"
@@ -42,6 +43,15 @@ def initial_state(sc: fx.Spacecraft, spec, effector_states=None):
         ic["omega_BN_B_radps"],
         effector_states=effector_states,
     )
+
+
+def simulate_spec(sc: fx.Spacecraft, spec, duration=None):
+    """`jaxsim.simulate` of `sc` from the spec's initial conditions on its time grid (RK4 step,
+    sample interval), over `duration` [s] (default: the spec's)."""
+    t = spec["time"]
+    duration = t["duration_s"] if duration is None else duration
+    return js.simulate(sc, initial_state(sc, spec), duration, dt=t["step_s"],
+                       sample_dt=t["sample_interval_s"])  # fmt: skip
 
 
 def rel_err(a, b):

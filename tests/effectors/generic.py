@@ -6,7 +6,8 @@ an oracle that needs no knowledge of the effector's equations:
 
 - `check_jit`: the drift under `jax.jit` equals the eager drift;
 - `check_vmap`: the drift under `jax.vmap` over perturbed states equals a Python loop;
-- `check_gradient`: d(weighted drift)/d(parameter) is finite and equals central differences;
+- `check_gradient`: d(weighted drift)/d(parameter) is finite and equals central differences
+  (along the parameter, or element by element for a tuple of parameters);
 - `check_conservation`: energy and angular momentum stay constant (conservative entries);
 - `check_mass_rates`: the effector's body-frame mass-property rates equal the time derivative of
   its mass properties along its state derivative (`jax.jvp`);
@@ -62,7 +63,8 @@ class Entry:
     - `name`: the test id; `effector`: the effector's name inside the spacecraft;
     - `build`: `() -> (spacecraft, y0)`;
     - `param`: `spacecraft -> array leaf` (an `eqx.tree_at` selector) that the gradient check
-      scales by a traced factor;
+      scales by a traced factor, or `spacecraft -> tuple of leaves`: then each element of each
+      leaf is checked on its own (every element must change the drift);
     - `conservative`: no external loads, dissipation or commands: energy and momentum conserved;
     - `mass_rates`: the effector's `first_moment_prime`, `inertia_prime_B` and `mass_dot` are the
       rates of its mass properties along its state (False where a variable-mass model reports
@@ -134,6 +136,9 @@ def check_vmap(entry: Entry):
 
 def check_gradient(entry: Entry):
     sc, y0 = entry.build()
+    p0 = entry.param(sc)
+    if isinstance(p0, tuple):
+        return _check_gradient_elements(entry, sc, y0, p0)
 
     def f(s):
         return _drift_scalar(eqx.tree_at(entry.param, sc, entry.param(sc) * s), y0, None)
@@ -144,6 +149,18 @@ def check_gradient(entry: Entry):
     assert np.isfinite(g), g
     assert abs(fd) > 1e-12, f"{entry.name}: the parameter does not change the drift ({fd})"
     assert abs(g - fd) <= GRAD_RTOL * abs(fd), (g, fd)
+
+
+def _check_gradient_elements(entry: Entry, sc, y0, p0):
+    """`jax.grad` w.r.t. every element of the tuple of 1-D leaves `p0` vs central differences
+    with the relative step `entry.fd_step` of that element's value (`assert_grad_matches_fd`:
+    every element must change the drift)."""
+    from tests.effectors._support import assert_grad_matches_fd
+
+    def f(params):
+        return _drift_scalar(eqx.tree_at(entry.param, sc, params), y0, None)
+
+    assert_grad_matches_fd(f, p0, entry.fd_step, GRAD_RTOL)
 
 
 def check_conservation(entry: Entry):

@@ -2,13 +2,15 @@
 effector"): equivalence with direct loads, momentum and energy balances, panel vs spinner paths,
 locked bodies as rigid mass, a trajectory with an inertial force."""
 
-import equinox as eqx
 import jax
 import numpy as np
 import pytest
 
 import effectors as fx
 import jaxsim as js
+from tests.effectors._support import jit_drift
+from tests.effectors.test_hinged_rigid_bodies import panels_from_spec
+from tests.effectors.test_spinning_body import spinner_panels
 from tests.helpers import hub_from_spec, load_reference
 
 
@@ -39,20 +41,9 @@ def rodrigues(e, th):
 
 
 def spec_panels(**overrides):
+    """The undamped reference's panels (no damper, reference or motor) at rest at theta = 0."""
     spec, _ = load_reference("hinged_panels_undamped")
-    P = spec["effectors"][0]["panels"]
-    g = lambda key: np.array([p[key] for p in P])
-    kw = dict(name="panels")
-    kw.update(overrides)
-    return fx.HingedRigidBodies(
-        g("mass_kg"),
-        g("IPntS_S_kgm2"),
-        g("d_m"),
-        g("k_Nm_per_rad"),
-        g("r_HB_B_m"),
-        g("dcm_HB"),
-        **kw,
-    )
+    return panels_from_spec(spec, **{"theta0": 0.0, "thetaDot0": 0.0, **overrides})
 
 
 SPIN = dict(
@@ -102,9 +93,8 @@ def state(sc):
     return sc.init_state(**HUB_STATE, effector_states=eff)
 
 
-@eqx.filter_jit
 def _drift(sc, y):
-    return sc.drift(0.0, y, None)
+    return jit_drift(sc, 0.0, y)
 
 
 def _assert_drift_close(d1, d2, tol=TOL_EQUIVALENT):
@@ -265,29 +255,15 @@ def test_panel_and_spinner_as_panel_agree():
     panels = spec_panels(
         attached={0: fx.ExtForceTorque(force_B=F_S0, torque_B=TAU_S0, name="panel_thruster")}
     )
-    P = spec["effectors"][0]["panels"]
-    g = lambda key: np.array([p[key] for p in P])
-    d = g("d_m")
-    r_ScS_S = np.stack([-d, 0 * d, 0 * d], axis=-1)
     # In S components the CoM is at (-d, 0, 0) from the hinge: moment of the CoM force about H.
+    r_ScS_S = np.array([-spec["effectors"][0]["panels"][0]["d_m"], 0.0, 0.0])
     children = {
         0: fx.ExtForceTorque(
-            force_B=F_S0, torque_B=TAU_S0 + np.cross(r_ScS_S[0], F_S0), name="panel_thruster"
+            force_B=F_S0, torque_B=TAU_S0 + np.cross(r_ScS_S, F_S0), name="panel_thruster"
         ),
     }
-    spinner_panels = fx.SpinningBodies(
-        g("mass_kg"),
-        g("IPntS_S_kgm2"),
-        g("dcm_HB"),
-        [0.0, 1.0, 0.0],
-        r_SB_B=g("r_HB_B_m"),
-        r_ScS_S=r_ScS_S,
-        k=g("k_Nm_per_rad"),
-        attached=children,
-        name="panels",
-    )
     sc1 = fx.Spacecraft(hub, state_effectors=(panels,))
-    sc2 = fx.Spacecraft(hub, state_effectors=(spinner_panels,))
+    sc2 = fx.Spacecraft(hub, state_effectors=(spinner_panels(spec, attached=children),))
     y1 = state(sc1)
     y2 = sc2.init_state(
         **HUB_STATE, effector_states={"panels": {"theta": THETA, "thetaDot": THETA_DOT}}

@@ -71,10 +71,11 @@ def spinners(**kw):
 
 
 def slosh(**kw):
-    return fx.SpringMassDampers(
-        mass=[1.5, 2.5], k=[20.0, 30.0], pHat_B=[[1.0, 0.0, 0.0], [0.0, 0.6, 0.8]],
-        r_PB_B=[[0.2, 0.1, 0.0], [0.0, -0.3, 0.1]], rho0=[0.05, -0.02], rhoDot0=[0.0, 0.01], **kw,
-    )  # fmt: skip
+    return fx.SpringMassDampers(**{
+        "mass": [1.5, 2.5], "k": [20.0, 30.0], "pHat_B": [[1.0, 0.0, 0.0], [0.0, 0.6, 0.8]],
+        "r_PB_B": [[0.2, 0.1, 0.0], [0.0, -0.3, 0.1]], "rho0": [0.05, -0.02],
+        "rhoDot0": [0.0, 0.01], **kw,
+    })  # fmt: skip
 
 
 def thrusters(name="thr"):
@@ -117,6 +118,11 @@ def _slider():
     return sc, sc.init_state(omega_BN_B=W0, effector_states={"slosh": x0})
 
 
+def _k_c_mass(effector):
+    """Spring, damper and masses of a 1-DOF effector: the gradient check takes each element."""
+    return effector.k, effector.c, effector.mass
+
+
 E = g.Entry
 REGISTRY = [
     E("wheels_balanced", "rw", lambda: _spacecraft([wheels()]), lambda s: s.state_effectors[0].Js,
@@ -137,15 +143,18 @@ REGISTRY = [
       conservative=True, reference=BSK_PANELS),
     E("panels_driven", "panels",
       lambda: _spacecraft([panels(c=[0.5, 0.2], thetaRef=[0.02, 0.0], motor_torque=[0.1, 0.0])]),
-      lambda s: s.state_effectors[0].c),
+      lambda s: _k_c_mass(s.state_effectors[0])),
     E("spinners", "spinners", lambda: _spacecraft([spinners()]),
       lambda s: s.state_effectors[0].k, conservative=True),
+    E("spinners_driven", "spinners",
+      lambda: _spacecraft([spinners(c=[0.5, 0.2], thetaRef=[0.02, 0.0], motor_torque=[0.1, 0.0])]),
+      lambda s: _k_c_mass(s.state_effectors[0])),
     E("spinners_locked", "spinners", lambda: _spacecraft([spinners(locked=[False, True])]),
       lambda s: s.state_effectors[0].mass),
     E("slosh", "slosh", lambda: _spacecraft([slosh()]), lambda s: s.state_effectors[0].k,
       conservative=True, reference=BSK_SLOSH),
-    E("slosh_damped_orbit", "slosh", lambda: _orbit([slosh(c=[0.3, 0.1])]),
-      lambda s: s.state_effectors[0].c),
+    E("slosh_damped_orbit", "slosh", lambda: _orbit([slosh(c=[0.3, 0.1], rhoDot0=[0.02, 0.01])]),
+      lambda s: _k_c_mass(s.state_effectors[0])),
     E("fuel_tank", "tank", lambda: _spacecraft([tank()], [thrusters()]),
       lambda s: s.dynamic_effectors[0].max_thrust, mass_rates=False),
     E("thruster_state", "thr",

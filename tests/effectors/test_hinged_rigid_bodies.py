@@ -1,5 +1,7 @@
 """HingedRigidBodies: Basilisk reference, conservation, energy balance with dampers, closed forms,
-free hinge and zero load, vectorization, gradients, validation."""
+free hinge and zero load, vectorization, the final-state gradient, validation. (jit, vmap, the
+drift's gradients w.r.t. k, c and mass, mass-property rates, refused states and commands, units:
+the generic suite, `tests/effectors/test_generic.py`.)"""
 
 import equinox as eqx
 import jax
@@ -9,8 +11,17 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from tests.effectors._support import WithDissipatedWork, assert_grad_matches_fd, drift
-from tests.helpers import hub_from_spec, initial_state, load_reference
+from tests.effectors._support import (
+    HEAVY_HUB,
+    MU_EARTH,
+    assert_basilisk_run,
+    assert_conserved,
+    assert_damped_energy_balance,
+    assert_grad_matches_fd,
+    assert_logged,
+    tracked_run,
+)
+from tests.helpers import hub_from_spec, load_reference, simulate_spec
 
 
 # Basilisk runs the same RK4 in float64: agreement is at round-off. Positions/velocities: relative
@@ -38,10 +49,6 @@ FD_REL_STEP = 1e-4
 # Panel velocity output vs central differences of the position output at the 0.1 s samples.
 FD_VELOCITY_TOL = 5e-3
 
-MU_EARTH = 3.986004415e14  # [m^3/s^2]
-R_CN_N0 = [-4020338.690396649, 7490566.741852513, 5248299.211589362]  # [m] Basilisk test orbit
-V_CN_N0 = [-5199.77710904224, -3436.681645356935, 1041.576797498721]  # [m/s]
-
 
 def panels_from_spec(spec, **overrides):
     P = spec["effectors"][0]["panels"]
@@ -67,12 +74,6 @@ def panels_from_spec(spec, **overrides):
     )
 
 
-def scaled_err(a, b):
-    """max_t ||a - b|| / max_t ||b|| (norm-scaled relative error over the run)."""
-    a, b = np.asarray(a), np.asarray(b)
-    return np.linalg.norm(a - b, axis=-1).max() / np.linalg.norm(b, axis=-1).max()
-
-
 # --------------------------------------------------------------------------------------------------
 # Basilisk reference (hinged_panels_undamped)
 
@@ -80,10 +81,7 @@ def scaled_err(a, b):
 def _reference_run(duration):
     spec, ref = load_reference("hinged_panels_undamped")
     sc = fx.Spacecraft(hub_from_spec(spec), state_effectors=(panels_from_spec(spec),))
-    t = spec["time"]
-    sol = js.simulate(
-        sc, initial_state(sc, spec), duration, dt=t["step_s"], sample_dt=t["sample_interval_s"]
-    )
+    sol = simulate_spec(sc, spec, duration)
     n = len(sol.ts)
     return spec, {k: ref[k][:n] for k in ref.files}, sol
 
@@ -91,25 +89,16 @@ def _reference_run(duration):
 def _check_reference(spec, ref, sol):
     out = sol.outputs
     np.testing.assert_allclose(np.asarray(sol.ts), ref["t"], rtol=0, atol=1e-12)
-    for key in ["r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N"]:
-        if key == "r_CN_N" or key == "v_CN_N":
-            # C stays at the origin: compare absolutely against the scale of B's motion.
-            err = np.abs(np.asarray(out[key]) - ref[key]).max() / np.abs(ref["r_BN_N"]).max()
-        else:
-            err = scaled_err(out[key], ref[key])
-        assert err <= REL_TOL_RV, f"{key}: norm-scaled error {err:.3e}"
-    for key in ["sigma_BN", "omega_BN_B"]:
-        err = np.abs(np.asarray(out[key]) - ref[key]).max()
-        assert err <= ABS_TOL_ANGLES, f"{key}: {err:.3e}"
-    for i in range(2):
-        for key in ["theta", "thetaDot"]:
-            err = np.abs(np.asarray(out["panels"][key][:, i]) - ref[f"panel{i + 1}_{key}"]).max()
-            assert err <= ABS_TOL_ANGLES, f"panel{i + 1} {key}: {err:.3e}"
-    np.testing.assert_array_equal(np.asarray(sol.counts["mrp_switches"]), ref["MRPSwitchCount"])
-    for key in ["massSC", "c_B", "ISC_PntB_B", "totRotEnergy", "totRotAngMomPntC_N"]:
-        a, b = np.asarray(out[key]), ref[key]
-        err = np.abs(a - b).max() / np.abs(b).max()
-        assert err <= REL_TOL_LOGGED, f"{key}: {err:.3e}"
+    panels = {
+        ("panels", key): np.stack([ref[f"panel{i + 1}_{key}"] for i in range(2)], axis=-1)
+        for key in ["theta", "thetaDot"]
+    }
+    assert_basilisk_run(sol, ref, panels, REL_TOL_RV, ABS_TOL_ANGLES)
+    for key in ["r_CN_N", "v_CN_N"]:
+        # C stays at the origin: compare absolutely against the scale of B's motion.
+        err = np.abs(np.asarray(out[key]) - ref[key]).max() / np.abs(ref["r_BN_N"]).max()
+        assert err <= REL_TOL_RV, f"{key}: error {err:.3e} of the r_BN_N scale"
+    assert_logged(out, ref, REL_TOL_LOGGED)
 
 
 @pytest.fixture(scope="module")
@@ -166,29 +155,21 @@ SAMPLE_DT = 0.5  # [s]
 
 def tracked_scenario(
     *,
-    mu=MU_EARTH,
     c=(0.0, 0.0),
     k=(300.0, 300.0),
-    hub_mass=750.0,
-    hub_inertia=((900.0, 0, 0), (0, 800.0, 0), (0, 0, 600.0)),
-    omega0=(0.05, -0.04, 0.06),
-    v0=V_CN_N0,
     theta0=(0.0872664626, -0.0523598776),
     thetaDot0=(0.01, -0.02),
     motor_torque=(0.0, 0.0),
+    omega0=(0.05, -0.04, 0.06),
+    **hub,
 ):
+    """The spec's panels (`k` a traced leaf) on `tracked_run`'s hub and orbit."""
     spec, _ = load_reference("hinged_panels_undamped")
     panels = panels_from_spec(
         spec, c=np.asarray(c), theta0=theta0, thetaDot0=thetaDot0, motor_torque=motor_torque
     )
     panels = eqx.tree_at(lambda p: p.k, panels, jnp.asarray(k, dtype=float))
-    gravity = fx.PointMassGravity(MU_EARTH, name="earth")
-    gravity = eqx.tree_at(lambda g: g.mu, gravity, jnp.asarray(float(mu), dtype=float))
-    hub = fx.Hub(hub_mass, hub_inertia, [0.0, 0.0, 1.0])
-    sc = fx.Spacecraft(hub, state_effectors=(panels,), gravity=(gravity,))
-    model = WithDissipatedWork(sc, ("panels",))
-    y0 = model.init_state(sc.init_state(R_CN_N0, v0, [0.0, 0.0, 0.0], omega0))
-    sol = js.simulate(model, y0, T_END, dt=DT, sample_dt=SAMPLE_DT)
+    sol = tracked_run(panels, dt=DT, t_end=T_END, sample_dt=SAMPLE_DT, omega0=omega0, **hub)
     return panels, sol
 
 
@@ -196,14 +177,7 @@ def tracked_scenario(
 def test_conservation_undamped(mu):
     _, sol = tracked_scenario(mu=mu)
     out = sol.outputs
-    assert drift(out["totRotEnergy"]) <= REL_TOL_CONSERVED, drift(out["totRotEnergy"])
-    H = np.asarray(out["totRotAngMomPntC_N"])
-    assert np.linalg.norm(H - H[0], axis=-1).max() / np.linalg.norm(H[0]) <= REL_TOL_CONSERVED
-    assert drift(out["totOrbEnergy"]) <= REL_TOL_CONSERVED
-    Horb = np.asarray(out["totOrbAngMomPntN_N"])
-    assert np.linalg.norm(Horb - Horb[0], axis=-1).max() <= REL_TOL_CONSERVED * np.linalg.norm(
-        Horb[0]
-    )
+    assert_conserved(out, REL_TOL_CONSERVED)
     assert np.all(np.asarray(out["W"]) == 0.0)
     # The panels really move and exchange energy with the hub.
     assert np.ptp(np.asarray(out["panels"]["theta"]), axis=0).min() > 0.05
@@ -212,27 +186,13 @@ def test_conservation_undamped(mu):
 @pytest.mark.parametrize("mu", [0.0, MU_EARTH], ids=["free_space", "orbit"])
 def test_damped_energy_balance(mu):
     _, sol = tracked_scenario(mu=mu, c=(20.0, 35.0))
-    out = sol.outputs
-    E = np.asarray(out["totRotEnergy"])
-    W = np.asarray(out["W"])
-    assert W[-1] > 0.1 * E[0]  # a substantial part of the energy is dissipated
-    assert np.all(np.diff(E) < 0)
-    residual = np.abs(E + W - E[0]).max()
-    assert residual <= REL_TOL_DISSIPATION * W[-1], residual / W[-1]
-    # Dampers are internal: orbital energy and both angular momenta are still conserved.
-    assert drift(out["totOrbEnergy"]) <= REL_TOL_CONSERVED
-    H = np.asarray(out["totRotAngMomPntC_N"])
-    assert np.linalg.norm(H - H[0], axis=-1).max() / np.linalg.norm(H[0]) <= REL_TOL_CONSERVED
+    # A substantial part (> 10 %) of the energy is dissipated; orbital energy and the angular
+    # momentum stay conserved (the dampers are internal).
+    assert_damped_energy_balance(sol.outputs, 0.1, REL_TOL_DISSIPATION, REL_TOL_CONSERVED)
+    assert np.all(np.diff(np.asarray(sol.outputs["totRotEnergy"])) < 0)
 
 
-HEAVY = dict(
-    mu=0.0,
-    hub_mass=1e12,
-    hub_inertia=((1e12, 0, 0), (0, 1e12, 0), (0, 0, 1e12)),
-    omega0=(0.0, 0.0, 0.0),
-    v0=(0.0, 0.0, 0.0),
-    thetaDot0=(0.0, 0.0),
-)
+HEAVY = dict(HEAVY_HUB, thetaDot0=(0.0, 0.0))
 
 
 def test_small_oscillation_frequency_heavy_hub():
@@ -317,28 +277,6 @@ def test_two_effectors_equal_one_vectorized():
         for key in ["theta", "thetaDot"]:
             a, b = float(y1["panels"][key][i]), float(y2[f"p{i}"][key][0])
             assert abs(a - b) <= TOL_VECTORIZED, (key, i, a - b)
-
-
-def test_drift_gradients_match_finite_differences():
-    """Fast check of differentiability: jax.grad of accelerations at one state w.r.t. k, c and mass
-    vs central differences (the final-state gradient through `simulate` is the slow test below)."""
-    spec, _ = load_reference("hinged_panels_undamped")
-    base = panels_from_spec(spec, c=np.array([5.0, 8.0]))
-    hub = hub_from_spec(spec)
-
-    def accel_scalar(params):
-        k, c, m = params
-        eff = eqx.tree_at(lambda p: (p.k, p.c, p.mass), base, (k, c, m))
-        sc = fx.Spacecraft(hub, state_effectors=(eff,))
-        d = sc.drift(0.0, sc.init_state(None, None, None, [0.05, -0.04, 0.06]), None)
-        return (
-            d["panels"]["thetaDot"][0]
-            - 0.7 * d["panels"]["thetaDot"][1]
-            + 3.0 * d["hub"]["omega_BN_B"][1]
-        )
-
-    p0 = (base.k, base.c, base.mass)
-    assert_grad_matches_fd(accel_scalar, p0, FD_REL_STEP, REL_TOL_GRAD, ("k", "c", "mass"))
 
 
 def test_gradients_match_finite_differences():

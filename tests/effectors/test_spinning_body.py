@@ -1,6 +1,8 @@
 """SpinningBodies (one-DOF): reproduction of Basilisk's hinged panels as a special case, conservation,
-energy balance with dampers, closed forms on a heavy hub, locked axes, vectorization, gradients,
-validation."""
+energy balance with dampers, closed forms on a heavy hub, locked axes, vectorization, the final-state
+gradient, validation, Basilisk's spinning bodies. (jit, vmap, the drift's gradients w.r.t. k, c and
+mass, mass-property rates, refused states and commands, units: the generic suite,
+`tests/effectors/test_generic.py`.)"""
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -11,13 +13,18 @@ import effectors as fx
 import jaxsim as js
 from tests.effectors._support import (
     HEAVY_HUB,
-    WithDissipatedWork,
+    MU_EARTH,
+    assert_basilisk_run,
+    assert_conserved,
     assert_damped_energy_balance,
     assert_grad_matches_fd,
     drift,
+    jit_drift,
+    random_hub_state,
+    tracked_run,
     vec_drift,
 )
-from tests.helpers import hub_from_spec, initial_state, load_reference
+from tests.helpers import hub_from_spec, load_reference, simulate_spec
 
 
 # A hinged panel is the spinning body with sHat = sHat2, r_ScS = -d sHat1 and diagonal inertia
@@ -38,9 +45,6 @@ TOL_VECTORIZED = 1e-14
 REL_TOL_GRAD = 1e-6
 FD_REL_STEP = 1e-4
 
-MU_EARTH = 3.986004415e14  # [m^3/s^2]
-R_CN_N0 = [-4020338.690396649, 7490566.741852513, 5248299.211589362]  # [m] Basilisk test orbit
-V_CN_N0 = [-5199.77710904224, -3436.681645356935, 1041.576797498721]  # [m/s]
 DEG = np.pi / 180.0
 
 # Spinner 1: the body of Basilisk's `test_spinningBodyOneDOFStateEffector.py`; spinner 2: another axis.
@@ -77,51 +81,36 @@ def axis_inertia(i):
     return s @ SPINNERS["ISPntSc_S"][i] @ s + m * r_perp @ r_perp
 
 
-def scaled_err(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    return np.linalg.norm(a - b, axis=-1).max() / np.linalg.norm(b, axis=-1).max()
-
-
 # --------------------------------------------------------------------------------------------------
 # Basilisk's hinged panels, modelled as spinning bodies
+
+
+def spinner_panels(spec, **kw):
+    """The hinged panels of `spec` as spinning bodies: sHat = sHat2 (the hinge axis), the CoM at
+    r_ScS = -d sHat1 from the hinge (`kw`: the other arguments)."""
+    P = spec["effectors"][0]["panels"]
+    g = lambda key: np.array([p[key] for p in P])
+    d = g("d_m")
+    return fx.SpinningBodies(g("mass_kg"), g("IPntS_S_kgm2"), g("dcm_HB"), [0.0, 1.0, 0.0],
+                             r_SB_B=g("r_HB_B_m"), r_ScS_S=np.stack([-d, 0 * d, 0 * d], axis=-1),
+                             k=g("k_Nm_per_rad"), name="panels", **kw)  # fmt: skip
 
 
 def test_reproduces_basilisk_hinged_panels():
     spec, ref = load_reference("hinged_panels_undamped")
     P = spec["effectors"][0]["panels"]
-    g = lambda key: np.array([p[key] for p in P])
-    d = g("d_m")
-    body = fx.SpinningBodies(
-        g("mass_kg"),
-        g("IPntS_S_kgm2"),
-        g("dcm_HB"),
-        [0.0, 1.0, 0.0],
-        r_SB_B=g("r_HB_B_m"),
-        r_ScS_S=np.stack([-d, 0 * d, 0 * d], axis=-1),
-        k=g("k_Nm_per_rad"),
-        theta0=g("theta0_rad"),
-        thetaDot0=g("thetaDot0_radps"),
-        name="panels",
+    body = spinner_panels(
+        spec,
+        theta0=[p["theta0_rad"] for p in P],
+        thetaDot0=[p["thetaDot0_radps"] for p in P],
     )
     sc = fx.Spacecraft(hub_from_spec(spec), state_effectors=(body,))
-    t = spec["time"]
-    sol = js.simulate(
-        sc,
-        initial_state(sc, spec),
-        t["duration_s"],
-        dt=t["step_s"],
-        sample_dt=t["sample_interval_s"],
-    )
-    out = sol.outputs
-    for key in ["r_BN_N", "v_BN_N"]:
-        assert scaled_err(out[key], ref[key]) <= REL_TOL_RV, key
-    for key in ["sigma_BN", "omega_BN_B"]:
-        assert np.abs(np.asarray(out[key]) - ref[key]).max() <= ABS_TOL_ANGLES, key
-    for i in range(2):
-        for key in ["theta", "thetaDot"]:
-            err = np.abs(np.asarray(out["panels"][key][:, i]) - ref[f"panel{i + 1}_{key}"]).max()
-            assert err <= ABS_TOL_ANGLES, (key, i, err)
-    np.testing.assert_array_equal(np.asarray(sol.counts["mrp_switches"]), ref["MRPSwitchCount"])
+    sol = simulate_spec(sc, spec)
+    panels = {
+        ("panels", key): np.stack([ref[f"panel{i + 1}_{key}"] for i in range(2)], axis=-1)
+        for key in ["theta", "thetaDot"]
+    }
+    assert_basilisk_run(sol, ref, panels, REL_TOL_RV, ABS_TOL_ANGLES)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -135,18 +124,15 @@ SAMPLE_DT = 0.5  # [s]
 
 def tracked_scenario(
     *,
-    mu=MU_EARTH,
     c=(0.0, 0.0),
     k=(100.0, 40.0),
-    hub_mass=750.0,
-    hub_inertia=((900.0, 0, 0), (0, 800.0, 0), (0, 0, 600.0)),
-    omega0=(0.1, -0.1, 0.1),
-    v0=V_CN_N0,
     theta0=(5.0 * DEG, -10.0 * DEG),
     thetaDot0=(-1.0 * DEG, 2.0 * DEG),
     thetaRef=(0.0, 0.0),
     motor_torque=(0.0, 0.0),
+    **hub,
 ):
+    """`SPINNERS` (`k` a traced leaf) on `tracked_run`'s hub and orbit."""
     body = spinners(
         c=np.asarray(c),
         theta0=theta0,
@@ -155,13 +141,7 @@ def tracked_scenario(
         motor_torque=motor_torque,
     )
     body = eqx.tree_at(lambda b: b.k, body, jnp.asarray(k, dtype=float))
-    gravity = fx.PointMassGravity(MU_EARTH, name="earth")
-    gravity = eqx.tree_at(lambda g: g.mu, gravity, jnp.asarray(float(mu), dtype=float))
-    hub = fx.Hub(hub_mass, hub_inertia, [0.0, 0.0, 1.0])
-    sc = fx.Spacecraft(hub, state_effectors=(body,), gravity=(gravity,))
-    model = WithDissipatedWork(sc, ("spinners",))
-    y0 = model.init_state(sc.init_state(R_CN_N0, v0, [0.0, 0.0, 0.0], omega0))
-    return body, js.simulate(model, y0, T_END, dt=DT, sample_dt=SAMPLE_DT)
+    return body, tracked_run(body, dt=DT, t_end=T_END, sample_dt=SAMPLE_DT, **hub)
 
 
 @pytest.mark.parametrize(
@@ -172,10 +152,7 @@ def tracked_scenario(
 def test_conservation_undamped(mu, thetaRef):
     _, sol = tracked_scenario(mu=mu, thetaRef=thetaRef)
     out = sol.outputs
-    for key in ["totRotEnergy", "totOrbEnergy"]:
-        assert drift(out[key]) <= REL_TOL_CONSERVED, (key, drift(out[key]))
-    for key in ["totRotAngMomPntC_N", "totOrbAngMomPntN_N"]:
-        assert vec_drift(out[key]) <= REL_TOL_CONSERVED, (key, vec_drift(out[key]))
+    assert_conserved(out, REL_TOL_CONSERVED)
     assert np.ptp(np.asarray(out["spinners"]["theta"]), axis=0).min() > 0.05
 
 
@@ -226,11 +203,6 @@ def test_free_axis_motor_torque_heavy_hub():
 # Locked axes: rigid mass
 
 
-@eqx.filter_jit
-def _drift(sc, t, y):
-    return sc.drift(t, y, None)
-
-
 def _merged_hub(hub, body, theta):
     """Hub + rigidly attached bodies at angles `theta`, from the parallel-axis theorem (numpy)."""
     m_tot = float(hub.mass)
@@ -263,12 +235,7 @@ def test_locked_bodies_act_as_rigid_mass():
     sc = fx.Spacecraft(hub, state_effectors=(body,))
     for _ in range(2):
         theta = rng.normal(0, 0.5, 2)
-        state = dict(
-            r_CN_N=rng.normal(0, 1, 3),
-            v_CN_N=rng.normal(0, 1, 3),
-            sigma_BN=rng.normal(0, 0.3, 3),
-            omega_BN_B=rng.normal(0, 0.2, 3),
-        )
+        state = random_hub_state(rng)
         # The stored rate of a locked body is ignored.
         y = sc.init_state(
             **state,
@@ -276,7 +243,7 @@ def test_locked_bodies_act_as_rigid_mass():
         )
         rigid = fx.Spacecraft(_merged_hub(hub, body, theta))
         y_rigid = rigid.init_state(**state)
-        d, d_rigid = _drift(sc, 0.0, y), _drift(rigid, 0.0, y_rigid)
+        d, d_rigid = jit_drift(sc, 0.0, y), jit_drift(rigid, 0.0, y_rigid)
         for key in d["hub"]:
             np.testing.assert_allclose(
                 d["hub"][key], d_rigid["hub"][key], rtol=0, atol=TOL_ROUNDOFF * 10, err_msg=key
@@ -305,7 +272,7 @@ def test_partially_locked():
     state = dict(omega_BN_B=[0.05, -0.1, 0.08], sigma_BN=[0.1, 0.2, -0.1])
     both = spinners(locked=(True, False))
     sc = fx.Spacecraft(hub, state_effectors=(both,))
-    d = _drift(
+    d = jit_drift(
         sc,
         0.0,
         sc.init_state(
@@ -322,7 +289,7 @@ def test_partially_locked():
     y_ref = sc_ref.init_state(
         **state, effector_states={"spinners": {"theta": theta[1:], "thetaDot": thetaDot[1:]}}
     )
-    d_ref = _drift(sc_ref, 0.0, y_ref)
+    d_ref = jit_drift(sc_ref, 0.0, y_ref)
     np.testing.assert_allclose(
         d["hub"]["omega_BN_B"], d_ref["hub"]["omega_BN_B"], rtol=1e-12, atol=1e-15
     )
@@ -355,12 +322,7 @@ def test_two_effectors_equal_one_vectorized():
     rng = np.random.default_rng(5)
     for _ in range(3):
         theta, thetaDot = rng.normal(0, 0.5, 2), rng.normal(0, 0.2, 2)
-        state = dict(
-            r_CN_N=rng.normal(0, 1, 3),
-            v_CN_N=rng.normal(0, 1, 3),
-            sigma_BN=rng.normal(0, 0.3, 3),
-            omega_BN_B=rng.normal(0, 0.2, 3),
-        )
+        state = random_hub_state(rng)
         y1 = sc1.init_state(
             **state, effector_states={"spinners": {"theta": theta, "thetaDot": thetaDot}}
         )
@@ -371,7 +333,7 @@ def test_two_effectors_equal_one_vectorized():
                 for i in range(2)
             },
         )
-        d1, d2 = _drift(sc1, 0.0, y1), _drift(sc2, 0.0, y2)
+        d1, d2 = jit_drift(sc1, 0.0, y1), jit_drift(sc2, 0.0, y2)
         for key in d1["hub"]:
             a, b = np.asarray(d1["hub"][key]), np.asarray(d2["hub"][key])
             assert np.abs(a - b).max() <= TOL_VECTORIZED * max(np.abs(b).max(), 1.0), key
@@ -381,40 +343,14 @@ def test_two_effectors_equal_one_vectorized():
                 assert abs(a - b) <= TOL_VECTORIZED * max(abs(b), 1.0), (key, i)
 
 
-def test_drift_gradients_match_finite_differences():
-    """Fast check of differentiability: jax.grad of accelerations at one state w.r.t. k, c and mass
-    vs central differences (the final-state gradient through `simulate` is the slow test below)."""
-    base = spinners(c=np.array([5.0, 2.0]))
-    hub = fx.Hub(750.0, np.diag([900.0, 800.0, 600.0]), [0.0, 0.0, 1.0])
-
-    def accel_scalar(params):
-        k, c, m = params
-        eff = eqx.tree_at(lambda p: (p.k, p.c, p.mass), base, (k, c, m))
-        sc = fx.Spacecraft(hub, state_effectors=(eff,))
-        d = sc.drift(0.0, sc.init_state(None, None, None, [0.05, -0.04, 0.06]), None)
-        return (
-            d["spinners"]["thetaDot"][0]
-            - 0.7 * d["spinners"]["thetaDot"][1]
-            + 3.0 * d["hub"]["omega_BN_B"][1]
-        )
-
-    p0 = (base.k, base.c, base.mass)
-    assert_grad_matches_fd(accel_scalar, p0, FD_REL_STEP, REL_TOL_GRAD, ("k", "c", "mass"))
-
-
 @pytest.mark.slow
 def test_gradients_match_finite_differences():
+    """jax.grad of a final-state scalar w.r.t. k, c and mass vs central differences."""
     body0, _ = tracked_scenario(c=(5.0, 2.0))
-    gravity = fx.PointMassGravity(MU_EARTH, name="earth")
-    hub = fx.Hub(750.0, np.diag([900.0, 800.0, 600.0]), [0.0, 0.0, 1.0])
 
     def final_scalar(params):
-        k, c, m = params
-        body = eqx.tree_at(lambda p: (p.k, p.c, p.mass), body0, (k, c, m))
-        sc = fx.Spacecraft(hub, state_effectors=(body,), gravity=(gravity,))
-        model = WithDissipatedWork(sc, ("spinners",))
-        y0 = model.init_state(sc.init_state(R_CN_N0, V_CN_N0, [0.0, 0.0, 0.0], [0.1, -0.1, 0.1]))
-        ys = js.simulate(model, y0, T_END, dt=DT, sample_dt=SAMPLE_DT).ys["sc"]
+        body = eqx.tree_at(lambda p: (p.k, p.c, p.mass), body0, params)
+        ys = tracked_run(body, dt=DT, t_end=T_END, sample_dt=SAMPLE_DT).ys["sc"]
         return (
             ys["spinners"]["theta"][-1, 0]
             - 0.7 * ys["spinners"]["thetaDot"][-1, 1]
@@ -500,16 +436,9 @@ def run_spinner_reference(case, **kw):
 
 
 def check_spinner_reference(sol, ref):
-    out = sol.outputs
     np.testing.assert_allclose(np.asarray(sol.ts), ref["t"], rtol=0, atol=1e-12)
-    for key in ["r_BN_N", "v_BN_N"]:
-        assert scaled_err(out[key], ref[key]) <= REL_TOL_RV, key
-    for key in ["sigma_BN", "omega_BN_B"]:
-        assert np.abs(np.asarray(out[key]) - ref[key]).max() <= ABS_TOL_ANGLES, key
-    for key in ["theta", "thetaDot"]:
-        err = np.abs(np.asarray(out["spinners"][key]) - ref[key]).max()
-        assert err <= ABS_TOL_ANGLES, (key, err)
-    np.testing.assert_array_equal(np.asarray(sol.counts["mrp_switches"]), ref["MRPSwitchCount"])
+    states = {("spinners", key): ref[key] for key in ["theta", "thetaDot"]}
+    assert_basilisk_run(sol, ref, states, REL_TOL_RV, ABS_TOL_ANGLES)
 
 
 def test_basilisk_spinning_bodies_reference():

@@ -1,5 +1,7 @@
 """SpringMassDampers (fuel slosh): Basilisk reference, conservation, energy balance with dampers,
-closed forms on a heavy hub, free particle and zero load, vectorization, gradients, validation."""
+closed forms on a heavy hub, free particle and zero load, vectorization, the final-state gradient,
+validation. (jit, vmap, the drift's gradients w.r.t. k, c and mass, mass-property rates, refused
+states and commands, units: the generic suite, `tests/effectors/test_generic.py`.)"""
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -7,16 +9,19 @@ import numpy as np
 import pytest
 
 import effectors as fx
-import jaxsim as js
 from tests.effectors._support import (
     HEAVY_HUB,
-    WithDissipatedWork,
+    MU_EARTH,
+    assert_basilisk_run,
+    assert_conserved,
     assert_damped_energy_balance,
     assert_grad_matches_fd,
-    drift,
-    vec_drift,
+    assert_logged,
+    jit_drift,
+    random_hub_state,
+    tracked_run,
 )
-from tests.helpers import hub_from_spec, initial_state, load_reference
+from tests.helpers import hub_from_spec, load_reference, simulate_spec
 
 
 # Basilisk runs the same RK4 in float64: agreement is at round-off. Positions/velocities: relative
@@ -41,10 +46,6 @@ TOL_VECTORIZED = 1e-14
 REL_TOL_GRAD = 1e-6
 FD_REL_STEP = 1e-4
 
-MU_EARTH = 3.986004415e14  # [m^3/s^2]
-R_CN_N0 = [-4020338.690396649, 7490566.741852513, 5248299.211589362]  # [m] Basilisk test orbit
-V_CN_N0 = [-5199.77710904224, -3436.681645356935, 1041.576797498721]  # [m/s]
-
 
 def particles_from_spec(spec, **overrides):
     P = spec["effectors"][0]["particles"]
@@ -52,11 +53,6 @@ def particles_from_spec(spec, **overrides):
     kw = dict(c=g("c_Ns_per_m"), rho0=g("rho0_m"), rhoDot0=g("rhoDot0_mps"), name="slosh")
     kw.update(overrides)
     return fx.SpringMassDampers(g("mass_kg"), g("k_N_per_m"), g("pHat_B"), g("r_PB_B_m"), **kw)
-
-
-def scaled_err(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    return np.linalg.norm(a - b, axis=-1).max() / np.linalg.norm(b, axis=-1).max()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -67,35 +63,18 @@ def scaled_err(a, b):
 def reference_run():
     spec, ref = load_reference("spring_mass_damper")
     sc = fx.Spacecraft(hub_from_spec(spec), state_effectors=(particles_from_spec(spec),))
-    t = spec["time"]
-    sol = js.simulate(
-        sc,
-        initial_state(sc, spec),
-        t["duration_s"],
-        dt=t["step_s"],
-        sample_dt=t["sample_interval_s"],
-    )
-    return spec, ref, sol
+    return spec, ref, simulate_spec(sc, spec)
 
 
 def test_basilisk_reference(reference_run):
     spec, ref, sol = reference_run
-    out = sol.outputs
-    for key in ["r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N"]:
-        err = scaled_err(out[key], ref[key])
-        assert err <= REL_TOL_RV, f"{key}: norm-scaled error {err:.3e}"
-    for key in ["sigma_BN", "omega_BN_B"]:
-        err = np.abs(np.asarray(out[key]) - ref[key]).max()
-        assert err <= ABS_TOL_STATES, f"{key}: {err:.3e}"
-    for i in range(2):
-        for key in ["rho", "rhoDot"]:
-            err = np.abs(np.asarray(out["slosh"][key][:, i]) - ref[f"particle{i + 1}_{key}"]).max()
-            assert err <= ABS_TOL_STATES, f"particle{i + 1} {key}: {err:.3e}"
-    np.testing.assert_array_equal(np.asarray(sol.counts["mrp_switches"]), ref["MRPSwitchCount"])
-    for key in ["massSC", "c_B", "ISC_PntB_B", "totRotEnergy", "totRotAngMomPntC_N"]:
-        a, b = np.asarray(out[key]), ref[key]
-        err = np.abs(a - b).max() / np.abs(b).max()
-        assert err <= REL_TOL_LOGGED, f"{key}: {err:.3e}"
+    particles = {
+        ("slosh", key): np.stack([ref[f"particle{i + 1}_{key}"] for i in range(2)], axis=-1)
+        for key in ["rho", "rhoDot"]
+    }
+    rv = ("r_BN_N", "v_BN_N", "r_CN_N", "v_CN_N")
+    assert_basilisk_run(sol, ref, particles, REL_TOL_RV, ABS_TOL_STATES, rv_keys=rv)
+    assert_logged(sol.outputs, ref, REL_TOL_LOGGED)
 
 
 def test_particle_position_output(reference_run):
@@ -120,38 +99,22 @@ T_END = 5.0  # [s]
 SAMPLE_DT = 0.25  # [s]
 
 
-def tracked_scenario(
-    *,
-    mu=MU_EARTH,
-    c=(0.0, 0.0),
-    k=(100.0, 100.0),
-    hub_mass=750.0,
-    hub_inertia=((900.0, 0, 0), (0, 800.0, 0), (0, 0, 600.0)),
-    omega0=(0.1, -0.1, 0.1),
-    v0=V_CN_N0,
-    rho0=(0.05, -0.025),
-    rhoDot0=(0.0, 0.01),
-):
+def tracked_scenario(*, c=(0.0, 0.0), k=(100.0, 100.0), rho0=(0.05, -0.025), rhoDot0=(0.0, 0.01),
+                     **hub):  # fmt: skip
+    """The spec's particles (`k` a traced leaf) on `tracked_run`'s hub (CoM at B) and orbit."""
     spec, _ = load_reference("spring_mass_damper")
     slosh = particles_from_spec(spec, c=np.asarray(c), rho0=rho0, rhoDot0=rhoDot0)
     slosh = eqx.tree_at(lambda p: p.k, slosh, jnp.asarray(k, dtype=float))
-    gravity = fx.PointMassGravity(MU_EARTH, name="earth")
-    gravity = eqx.tree_at(lambda g: g.mu, gravity, jnp.asarray(float(mu), dtype=float))
-    hub = fx.Hub(hub_mass, hub_inertia, [0.0, 0.0, 0.0])
-    sc = fx.Spacecraft(hub, state_effectors=(slosh,), gravity=(gravity,))
-    model = WithDissipatedWork(sc, ("slosh",))
-    y0 = model.init_state(sc.init_state(R_CN_N0, v0, [0.0, 0.0, 0.0], omega0))
-    return slosh, js.simulate(model, y0, T_END, dt=DT, sample_dt=SAMPLE_DT)
+    sol = tracked_run(slosh, dt=DT, t_end=T_END, sample_dt=SAMPLE_DT, r_BcB_B=(0.0, 0.0, 0.0),
+                      **hub)  # fmt: skip
+    return slosh, sol
 
 
 @pytest.mark.parametrize("mu", [0.0, MU_EARTH], ids=["free_space", "orbit"])
 def test_conservation_undamped(mu):
     _, sol = tracked_scenario(mu=mu)
     out = sol.outputs
-    for key in ["totRotEnergy", "totOrbEnergy"]:
-        assert drift(out[key]) <= REL_TOL_CONSERVED, (key, drift(out[key]))
-    for key in ["totRotAngMomPntC_N", "totOrbAngMomPntN_N"]:
-        assert vec_drift(out[key]) <= REL_TOL_CONSERVED, (key, vec_drift(out[key]))
+    assert_conserved(out, REL_TOL_CONSERVED)
     assert np.all(np.asarray(out["W"]) == 0.0)
     assert np.ptp(np.asarray(out["slosh"]["rho"]), axis=0).min() > 0.02  # particles really move
 
@@ -205,11 +168,6 @@ def test_zero_load_stays_at_rest():
 # Vectorization, gradients
 
 
-@eqx.filter_jit
-def _drift(sc, t, y):
-    return sc.drift(t, y, None)
-
-
 def test_two_effectors_equal_one_vectorized():
     """Drift of one 2-particle effector equals that of two 1-particle effectors at several states."""
     spec, _ = load_reference("spring_mass_damper")
@@ -226,12 +184,7 @@ def test_two_effectors_equal_one_vectorized():
     rng = np.random.default_rng(3)
     for _ in range(3):
         rho, rhoDot = rng.normal(0, 0.05, 2), rng.normal(0, 0.05, 2)
-        hub_state = dict(
-            r_CN_N=rng.normal(0, 1, 3),
-            v_CN_N=rng.normal(0, 1, 3),
-            sigma_BN=rng.normal(0, 0.3, 3),
-            omega_BN_B=rng.normal(0, 0.2, 3),
-        )
+        hub_state = random_hub_state(rng)
         y1 = sc1.init_state(**hub_state, effector_states={"slosh": {"rho": rho, "rhoDot": rhoDot}})
         y2 = sc2.init_state(
             **hub_state,
@@ -239,7 +192,7 @@ def test_two_effectors_equal_one_vectorized():
                 f"s{i}": {"rho": rho[i : i + 1], "rhoDot": rhoDot[i : i + 1]} for i in range(2)
             },
         )
-        d1, d2 = _drift(sc1, 0.0, y1), _drift(sc2, 0.0, y2)
+        d1, d2 = jit_drift(sc1, 0.0, y1), jit_drift(sc2, 0.0, y2)
         for key in d1["hub"]:
             a, b = np.asarray(d1["hub"][key]), np.asarray(d2["hub"][key])
             assert np.abs(a - b).max() <= TOL_VECTORIZED * max(np.abs(b).max(), 1.0), key
@@ -249,44 +202,17 @@ def test_two_effectors_equal_one_vectorized():
                 assert abs(a - b) <= TOL_VECTORIZED * max(abs(b), 1.0), (key, i)
 
 
-def test_drift_gradients_match_finite_differences():
-    """Fast check of differentiability: jax.grad of accelerations at one state w.r.t. k, c and mass
-    vs central differences (the final-state gradient through `simulate` is the slow test below)."""
-    spec, _ = load_reference("spring_mass_damper")
-    base = particles_from_spec(spec, c=np.array([4.0, 6.0]), rhoDot0=np.array([0.02, -0.01]))
-    hub = hub_from_spec(spec)
-
-    def accel_scalar(params):
-        k, c, m = params
-        eff = eqx.tree_at(lambda p: (p.k, p.c, p.mass), base, (k, c, m))
-        sc = fx.Spacecraft(hub, state_effectors=(eff,))
-        d = sc.drift(0.0, sc.init_state(None, None, None, [0.05, -0.04, 0.06]), None)
-        return (
-            d["slosh"]["rhoDot"][0]
-            - 0.7 * d["slosh"]["rhoDot"][1]
-            + 3.0 * d["hub"]["omega_BN_B"][1]
-        )
-
-    p0 = (base.k, base.c, base.mass)
-    assert_grad_matches_fd(accel_scalar, p0, FD_REL_STEP, REL_TOL_GRAD, ("k", "c", "mass"))
-
-
 @pytest.mark.slow
 def test_gradients_match_finite_differences():
     """jax.grad of a final-state scalar w.r.t. k, c and mass vs central differences (the forward
     evaluations reuse the compiled tracked scenario)."""
     slosh0, _ = tracked_scenario(c=(4.0, 6.0))
-    spec, _ = load_reference("spring_mass_damper")
-    gravity = fx.PointMassGravity(MU_EARTH, name="earth")
-    hub = hub_from_spec(spec)
+    h = load_reference("spring_mass_damper")[0]["hub"]
+    hub = dict(hub_mass=h["mHub_kg"], hub_inertia=h["IHubPntBc_B_kgm2"], r_BcB_B=h["r_BcB_B_m"])
 
     def final_scalar(params):
-        k, c, m = params
-        slosh = eqx.tree_at(lambda p: (p.k, p.c, p.mass), slosh0, (k, c, m))
-        sc = fx.Spacecraft(hub, state_effectors=(slosh,), gravity=(gravity,))
-        model = WithDissipatedWork(sc, ("slosh",))
-        y0 = model.init_state(sc.init_state(R_CN_N0, V_CN_N0, [0.0, 0.0, 0.0], [0.1, -0.1, 0.1]))
-        ys = js.simulate(model, y0, T_END, dt=DT, sample_dt=SAMPLE_DT).ys["sc"]
+        slosh = eqx.tree_at(lambda p: (p.k, p.c, p.mass), slosh0, params)
+        ys = tracked_run(slosh, dt=DT, t_end=T_END, sample_dt=SAMPLE_DT, **hub).ys["sc"]
         return (
             ys["slosh"]["rho"][-1, 0]
             - 0.7 * ys["slosh"]["rhoDot"][-1, 1]
