@@ -170,6 +170,20 @@ def random_hub_state(rng):
     )
 
 
+def assert_split_equal(whole, parts, name, keys, tol):
+    """One `n`-unit effector `name` vs `n` one-unit effectors `parts` (their names, in unit order):
+    the hub leaves and the units' `keys` of two spacecraft derivatives (or states) agree to `tol`
+    relative to max(|value|, 1)."""
+    d1, d2 = whole
+    for key in d1["hub"]:
+        a, b = np.asarray(d1["hub"][key]), np.asarray(d2["hub"][key])
+        assert np.abs(a - b).max() <= tol * max(np.abs(b).max(), 1.0), key
+    for i, part in enumerate(parts):
+        for key in keys:
+            a, b = float(d1[name][key][i]), float(d2[part][key][0])
+            assert abs(a - b) <= tol * max(abs(b), 1.0), (key, i)
+
+
 @eqx.filter_jit
 def jit_drift(sc, t, y):
     """`sc.drift(t, y, None)`, compiled once per spacecraft structure."""
