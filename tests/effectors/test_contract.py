@@ -58,8 +58,9 @@ def test_mass_props_see_the_commands():
     np.testing.assert_allclose(ctx.c_B, [10.0 / 60.0, 0.0, 0.0], rtol=1e-15)
 
 
-class _Split(fx.TwoMethodStateEffector):
-    """A library effector's one pass written as the two methods of the adapter."""
+class _Wrapping(eqx.Module):
+    """A state effector `inner` under its name, with its states and mass properties: the
+    wrappers below change only how its contribution reaches the spacecraft."""
 
     inner: fx.AbstractStateEffector
     name: str = eqx.field(static=True)
@@ -72,6 +73,10 @@ class _Split(fx.TwoMethodStateEffector):
 
     def mass_props(self, x, ctx):
         return self.inner.mass_props(x, ctx)
+
+
+class _Split(_Wrapping, fx.TwoMethodStateEffector):
+    """A library effector's one pass written as the two methods of the adapter."""
 
     def back_substitution(self, x, ctx):
         return fx.as_contribution(self.inner.contribute(x, ctx)).back_sub
@@ -140,21 +145,9 @@ def test_incomplete_effectors_are_refused():
         NoDerivative()
 
 
-class _Unstacked(fx.AbstractStateEffector):
+class _Unstacked(_Wrapping, fx.AbstractStateEffector):
     """An effector's `contribute` turned into a plain `Contribution` (summed matrices, derivative
     from the hub accelerations): the spacecraft then cannot stack its joint rows."""
-
-    inner: fx.AbstractStateEffector
-    name: str = eqx.field(static=True)
-
-    def __init__(self, inner):
-        self.inner, self.name = inner, inner.name
-
-    def init_state(self, **kw):
-        return self.inner.init_state(**kw)
-
-    def mass_props(self, x, ctx):
-        return self.inner.mass_props(x, ctx)
 
     def contribute(self, x, ctx):
         return fx.as_contribution(self.inner.contribute(x, ctx))
