@@ -134,10 +134,10 @@ def _stage_time(t0, t1, h, ci):
     return t1 if ci == 1.0 else t0 + ci * h
 
 
-def step_unrolled(pair: Pair, f, t0, t1, y0, f0):
-    """One step from `(t0, y0)` to `t1` with `f0 = f(t0, y0)`: `(y1, error, k, f_last)`, `k` the
-    stages times the step (shape `(s, n)`, what the interpolants take). Stages written out."""
-    a, b, e, c = pair.a, pair.b, pair.e, pair.c
+def _stages_unrolled(pair: Pair, f, t0, t1, y0, f0):
+    """The stages of one step, written out: `(ks, y_last, f_last)`, `ks` a list of the stages
+    times the step, `y_last` the last stage's argument and `f_last` its drift."""
+    a, c = pair.a, pair.c
     h = (t1 - t0).astype(y0.dtype)
     ks = [h * f0]
     fi, yi = f0, y0
@@ -145,6 +145,14 @@ def step_unrolled(pair: Pair, f, t0, t1, y0, f0):
         yi = _combine(y0, a[i], ks)
         fi = f(_stage_time(t0, t1, t1 - t0, c[i]), yi)
         ks.append(h * fi)
+    return ks, yi, fi
+
+
+def step_unrolled(pair: Pair, f, t0, t1, y0, f0):
+    """One step from `(t0, y0)` to `t1` with `f0 = f(t0, y0)`: `(y1, error, k, f_last)`, `k` the
+    stages times the step (shape `(s, n)`, what the interpolants take). Stages written out."""
+    b, e = pair.b, pair.e
+    ks, yi, fi = _stages_unrolled(pair, f, t0, t1, y0, f0)
     y1 = yi if pair.ssal else _combine(y0, b, ks)
     err = _combine(None, e, ks)
     err = jnp.zeros_like(y0) if err is None else err
@@ -825,14 +833,20 @@ def _recorded_loop(cond, body, state, max_steps: int, every: int):
     return final, record
 
 
-def _step_states(pair, step, f, step_map, theta, tp, tn, y):
+def _step_states(pair, unrolled, f, step_map, theta, tp, tn, y, dense=True):
     """One step of the pair from `(tp, y)` to `tn` with `f(theta, t, y)`, its first stage
-    evaluated: `(y_next, y1, ks)`, `y_next` after the step map (None: the identity), `y1` and the
-    stages `ks` what the dense output takes."""
+    evaluated: `y_next` after the step map (None: the identity), with `dense` `(y_next, y1, ks)`,
+    `y1` and the stages `ks` what the dense output takes (unrolled stages: a tuple of vectors,
+    never one `(s, n)` array, which would exceed `_SMALL_BYTES` sooner)."""
     fth = lambda t, v: f(theta, t, v)  # noqa: E731
-    y1, _, ks, _ = step(pair, fth, tp, tn, y, fth(tp, y))
+    if unrolled:
+        ks, yi, _ = _stages_unrolled(pair, fth, tp, tn, y, fth(tp, y))
+        y1 = yi if pair.ssal else _combine(y, pair.b, ks)
+        ks = tuple(ks)
+    else:
+        y1, _, ks, _ = step_looped(pair, fth, tp, tn, y, fth(tp, y))
     y_next = y1 if step_map is None else step_map(theta, tn, y1)[0]
-    return y_next, y1, ks
+    return (y_next, y1, ks) if dense else y_next
 
 
 def _slice(a, start, size):
@@ -860,7 +874,7 @@ def integrate_adjoint(
     `jax.custom_vjp`)."""
     pair, max_steps = kw["pair"], kw["max_steps"]
     endpoints_only = kw.get("endpoints_only", False)
-    step = step_unrolled if kw.get("unrolled", True) else step_looped
+    unrolled = kw.get("unrolled", True)
     budget = RECORD_BYTES if record_bytes is None else record_bytes
     tdtype = jnp.result_type(float)
     # The step map's counters and the progress reporter (its token) are inputs of the
@@ -919,11 +933,14 @@ def integrate_adjoint(
 
         th_active = [leaves[i] for i in active]
 
-        def g(th, tp, tn, y):
-            return _step_states(pair, step, f, step_map, with_active(th), tp, tn, y)
+        dense = not endpoints_only
+
+        def g(th, tp, tn, y, dense=dense):
+            return _step_states(pair, unrolled, f, step_map, with_active(th), tp, tn, y, dense)
 
         def sample(tp, tn, y, y1, ks, t):
-            return pair.interpolation(t0=tp, t1=tn, y0=y, y1=y1, k=ks).evaluate(t)
+            k = jnp.stack(ks) if isinstance(ks, tuple) else ks
+            return pair.interpolation(t0=tp, t1=tn, y0=y, y1=y1, k=k).evaluate(t)
 
         # The accepted step of each sample (the first one ending at or after it: the forward
         # loop's rule); samples past the last accepted step (a failed run) hold the final state.
@@ -952,13 +969,14 @@ def integrate_adjoint(
             # The times' cotangents only where t0 or t1 is differentiated.
             times = d_tp is not None
             if times:
-                (_, y1, ks), vjp_step = jax.vjp(g, c["th"], tp, tn, y)
+                out, vjp_step = jax.vjp(g, c["th"], tp, tn, y)
             else:
-                (_, y1, ks), vjp_step = jax.vjp(lambda th, y: g(th, tp, tn, y), c["th"], y)
-            y1bar, ksbar = jnp.zeros_like(y1), jnp.zeros_like(ks)
+                out, vjp_step = jax.vjp(lambda th, y: g(th, tp, tn, y), c["th"], y)
             ybar_s, tpbar, tnbar = jnp.zeros_like(y), jnp.zeros((), tdtype), jnp.zeros((), tdtype)
             i, tsb = c["i"], c["tsbar"]
-            if not endpoints_only:
+            if dense:
+                _, y1, ks = out
+                y1bar, ksbar = jnp.zeros_like(y1), jtu.tree_map(jnp.zeros_like, ks)
 
                 def s_cond(sc):
                     i = sc[0]
@@ -978,17 +996,19 @@ def integrate_adjoint(
                     else:
                         _, vjp_s = jax.vjp(lambda *v: sample(tp, tn, *v, t_i), y, y1, ks)
                         (cy, cy1, cks), cti = vjp_s(ct_i), 0.0
-                    return i - 1, yb + cy, y1b + cy1, ksb + cks, tpb, tnb, tsb.at[i].add(cti)
+                    ksb = jtu.tree_map(jnp.add, ksb, cks)
+                    return i - 1, yb + cy, y1b + cy1, ksb, tpb, tnb, tsb.at[i].add(cti)
 
                 i, ybar_s, y1bar, ksbar, tpbar, tnbar, tsb = jax.lax.while_loop(
                     s_cond, s_body, (i, ybar_s, y1bar, ksbar, tpbar, tnbar, tsb)
                 )
             tb = c["tbar"]
+            ct_out = (c["ybar"], y1bar, ksbar) if dense else c["ybar"]
             if times:
-                thb, tpb, tnb, yb = vjp_step((c["ybar"], y1bar, ksbar))
+                thb, tpb, tnb, yb = vjp_step(ct_out)
                 tb = tb + (tpb + tpbar) * d_tp + (tnb + tnbar) * d_tn
             else:
-                thb, yb = vjp_step((c["ybar"], y1bar, ksbar))
+                thb, yb = vjp_step(ct_out)
             return dict(
                 n=n - 1, ybar=yb + ybar_s, th=c["th"], thbar=jtu.tree_map(jnp.add, c["thbar"], thb),
                 tbar=tb, tsbar=tsb, i=i,
@@ -1032,7 +1052,7 @@ def integrate_adjoint(
 
                 def redo(rc):
                     j, buf = rc
-                    y_next = g(th_active, tp_b[j - 1], tn_b[j - 1], buf[j - 1])[0]
+                    y_next = g(th_active, tp_b[j - 1], tn_b[j - 1], buf[j - 1], dense=False)
                     return j + 1, buf.at[j].set(y_next)
 
                 _, local = jax.lax.while_loop(
