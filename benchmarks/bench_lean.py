@@ -664,7 +664,7 @@ def compile_rows(cases=COMPILE_CASES, stored=None, quick=False) -> dict:
 
 
 def small_loops_row(row: str, rounds: int, quick: bool = False) -> dict:
-    """`row` (`forward` or `stm`) in a child process with `SMALL_LOOP_FLAG` added to
+    """`row` (`forward`, `stm` or `combined`) in a child process with `SMALL_LOOP_FLAG` added to
     `XLA_FLAGS`."""
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " " + SMALL_LOOP_FLAG))
@@ -677,7 +677,7 @@ def small_loops_row(row: str, rounds: int, quick: bool = False) -> dict:
 
 
 ROWS = ("forward", "forward_small_loops", "stm", "stm_small_loops", "gradient50", "combined",
-        "compile")  # fmt: skip
+        "combined_small_loops", "compile")  # fmt: skip
 
 
 def run(
@@ -706,6 +706,7 @@ def run(
         "stm_small_loops": lambda: small_loops_row("stm", few, quick),
         "gradient50": lambda: gradient_row(few, quick),
         "combined": lambda: combined_row(rounds, quick),
+        "combined_small_loops": lambda: small_loops_row("combined", rounds, quick),
         "compile": lambda: compile_rows(
             compile_cases or default_compile, data.get("compile") if compile_cases else None,
             quick,
@@ -872,6 +873,18 @@ def issue_table(data: dict) -> list[dict]:
                 "<= 0.08",
                 cb["forward_over_basilisk"] <= TARGETS["combined_over_bsk"],
             )
+        cs = data.get("combined_small_loops")
+        if cs and "forward_over_basilisk" in cs:
+            add(
+                "... with XLA small-loop hoisting (`combined_small_loops`)",
+                f"{f(cs['forward_over_basilisk'])} ({f(cs['forward_us_per_step'])} vs "
+                f"{f(cs['basilisk_us_per_step'])} us/step); gradient "
+                f"{f(cs['reverse_over_forward'])}x, one tangent {f(cs['jvp_over_forward'])}x "
+                "forward",
+                "",
+                "<= 0.08",
+                cs["forward_over_basilisk"] <= TARGETS["combined_over_bsk"],
+            )
         add(
             "forward mode on the RK4 path, one tangent / forward",
             f"{f(cb['jvp_over_forward'])}x",
@@ -983,11 +996,14 @@ def to_markdown(data: dict) -> str:
             f"{f(g['lean_reverse_vs_forward_rel'])}.",
             "",
         ]
-    if "combined" in data:
-        c = data["combined"]
+    for key in ("combined", "combined_small_loops"):
+        if key not in data:
+            continue
+        c = data[key]
+        flag = f" (child process, `XLA_FLAGS={c.get('xla_flags')}`)" if "xla_flags" in c else ""
         lines += [
             f"## `combined` spacecraft, RK4 0.1 s, {f(c['horizon_s'])} s "
-            f"({c['num_steps']} steps), {c['n_parameters']} parameters",
+            f"({c['num_steps']} steps), {c['n_parameters']} parameters{flag}",
             "",
             "| program | first call [s] | run [ms] | us / step |",
             "|---|---|---|---|",
@@ -1043,14 +1059,14 @@ def main(argv=None) -> int:
         "--compile-cases", nargs="*", help=f"compile programs to rerun, of {COMPILE_CASES}"
     )
     parser.add_argument("--commit", help="the measured code's commit, recorded in the results")
-    parser.add_argument("--child", choices=("forward", "stm"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("forward", "stm", "combined"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.inner = 1, 1
     if args.child:  # `*_small_loops`: the row as JSON on stdout
         global _INNER
         _INNER = args.inner
-        fn = {"forward": forward_row, "stm": stm_row}[args.child]
+        fn = {"forward": forward_row, "stm": stm_row, "combined": combined_row}[args.child]
         print(json.dumps(fn(args.rounds, args.quick), default=cm._json_default))
         return 0
     data = run(args.rounds, args.only, args.inner, args.compile_cases, args.quick, args.out,
