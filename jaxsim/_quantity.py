@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 import equinox as eqx
+from jaxtyping import ArrayLike
 
 
 _DIMENSIONLESS = ("", "-", "1")
@@ -86,7 +87,7 @@ class Quantity(eqx.Module):
     value: Any
     unit: str = eqx.field(static=True)
 
-    def __init__(self, value, unit: str):
+    def __init__(self, value: ArrayLike, unit: str):
         parse_unit(unit, "Quantity: `unit`")
         self.value = value
         self.unit = unit
