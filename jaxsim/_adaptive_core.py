@@ -849,65 +849,6 @@ def _step_states(pair, unrolled, f, step_map, theta, tp, tn, y, dense=True):
     return (y_next, y1, ks) if dense else y_next
 
 
-def _staged_forward(pair, fth, tp, tn, y):
-    """`_step_states(..., dense=True)` without a step map, written out as `_stages_unrolled` is,
-    also returning the stages' arguments: `(y1, ks, args)` (tuples of vectors)."""
-    h = (tn - tp).astype(y.dtype)
-    args, ks = [y], [h * fth(tp, y)]
-    for i in range(1, pair.stages):
-        yi = _combine(y, pair.a[i], ks)
-        args.append(yi)
-        ks.append(h * fth(_stage_time(tp, tn, tn - tp, pair.c[i]), yi))
-    y1 = args[-1] if pair.ssal else _combine(y, pair.b, ks)
-    return y1, tuple(ks), tuple(args)
-
-
-def _dense_a(pair) -> np.ndarray:
-    """The tableau's `a` as an `(s, s)` array (zeros past each row)."""
-    amat = np.zeros((pair.stages, pair.stages))
-    for i, row in enumerate(pair.a):
-        amat[i, : len(row)] = row
-    return amat
-
-
-def _staged_backward(pair, fth, th, tp, tn, args, y1bar, ksbar, ssal_row=True):
-    """The cotangents `(thbar, ybar)` of one step (`_staged_forward`, times fixed) given those of
-    `y1` and of the stages `ks` (None: zeros; `ssal_row`: `y1` is formed as in
-    `_staged_forward`, else as in `step_looped`), stage by stage from the last: a loop whose body
-    takes one drift VJP (`fth(th, t, y)`) and keeps the stages as separate vectors. On XLA's CPU
-    runtime the written-out step's VJP cost about 3x this loop (the `combined` spacecraft,
-    `docs/gradients.md`)."""
-    s = pair.stages
-    amat = _dense_a(pair)
-    # y1: the last stage's argument (`ssal`, unrolled stages) or `y + b @ ks` (`step_looped`).
-    bvec = amat[s - 1] if pair.ssal and ssal_row else np.asarray(pair.b, dtype=float)
-    h = (tn - tp).astype(y1bar.dtype)
-    times = jnp.stack([_stage_time(tp, tn, tn - tp, pair.c[i]) for i in range(s)])
-    zero = jnp.zeros_like(y1bar)
-    kbar = tuple(
-        (zero if ksbar is None else ksbar[j]) + (bvec[j] * y1bar if bvec[j] != 0.0 else zero)
-        for j in range(s)
-    )  # fmt: skip
-
-    def pick(xs, i):
-        out = xs[0]
-        for k in range(1, s):
-            out = jnp.where(i == k, xs[k], out)
-        return out
-
-    def body(j, carry):
-        i = s - 1 - j
-        kbar, yb, thb = carry
-        _, vjp = jax.vjp(lambda th, v: fth(th, times[i], v), th, pick(args, i))
-        thb_i, vb = vjp(h * pick(kbar, i))
-        row = jnp.asarray(amat)[i]
-        kbar = tuple(jnp.where(row[k] != 0.0, kbar[k] + row[k] * vb, kbar[k]) for k in range(s))
-        return kbar, yb + vb, jtu.tree_map(jnp.add, thb, thb_i)
-
-    _, ybar, thbar = jax.lax.fori_loop(0, s, body, (kbar, y1bar, jtu.tree_map(jnp.zeros_like, th)))
-    return thbar, ybar
-
-
 def _slice(a, start, size):
     """`a[start : start + size]` (traced start), or None for None."""
     return None if a is None else jax.lax.dynamic_slice_in_dim(a, start, size, 0)
@@ -1027,26 +968,10 @@ def integrate_adjoint(
             n = c["n"]
             # The times' cotangents only where t0 or t1 is differentiated.
             times = d_tp is not None
-            # Unless the times are differentiated, the stages' VJP is taken stage by stage
-            # (`_staged_backward`), the step map's apart; otherwise through `jax.vjp` of the
-            # step (its times included).
-            staged = not times
-            if staged:
-                fth = lambda t, v: f(with_active(c["th"]), t, v)  # noqa: E731
-                if unrolled:
-                    y1, ks, stage_args = _staged_forward(pair, fth, tp, tn, y)
-                else:
-                    y1, _, ks, _ = step_looped(pair, fth, tp, tn, y, fth(tp, y))
-                    stage_args = tuple(y + jnp.asarray(row) @ ks for row in _dense_a(pair))
-                if step_map is None:
-                    y_next = y1
-                else:
-                    y_next, vjp_map = jax.vjp(
-                        lambda th, v: step_map(with_active(th), tn, v)[0], c["th"], y1
-                    )  # fmt: skip
-                out = (y_next, y1, ks) if dense else y_next
-            else:
+            if times:
                 out, vjp_step = jax.vjp(g, c["th"], tp, tn, y)
+            else:
+                out, vjp_step = jax.vjp(lambda th, y: g(th, tp, tn, y), c["th"], y)
             ybar_s, tpbar, tnbar = jnp.zeros_like(y), jnp.zeros((), tdtype), jnp.zeros((), tdtype)
             i, tsb = c["i"], c["tsbar"]
             if dense:
@@ -1079,21 +1004,11 @@ def integrate_adjoint(
                 )
             tb = c["tbar"]
             ct_out = (c["ybar"], y1bar, ksbar) if dense else c["ybar"]
-            if staged:
-                if step_map is None:
-                    thm, y1b = None, c["ybar"]
-                else:
-                    thm, y1b = vjp_map(c["ybar"])
-                thb, yb = _staged_backward(
-                    pair, lambda th, t, v: f(with_active(th), t, v), c["th"], tp, tn,
-                    stage_args, y1b + y1bar if dense else y1b, ksbar if dense else None,
-                    ssal_row=unrolled,
-                )  # fmt: skip
-                if thm is not None:
-                    thb = jtu.tree_map(jnp.add, thb, thm)
-            else:
+            if times:
                 thb, tpb, tnb, yb = vjp_step(ct_out)
                 tb = tb + (tpb + tpbar) * d_tp + (tnb + tnbar) * d_tn
+            else:
+                thb, yb = vjp_step(ct_out)
             return dict(
                 n=n - 1, ybar=yb + ybar_s, th=c["th"], thbar=jtu.tree_map(jnp.add, c["thbar"], thb),
                 tbar=tb, tsbar=tsb, i=i,
