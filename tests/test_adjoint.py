@@ -9,6 +9,7 @@ derivative of the discretisation is that of the solution to about the tolerance)
 differences of the forward run.
 """
 
+import functools
 import math
 
 import diffrax as dfx
@@ -40,7 +41,13 @@ DENSE_REL_TOL = 5e-8
 RTOL = 1e-8  # the cross-checks against the checkpointed loop (few steps: small programs)
 TIGHT = 1e-12  # the analytic checks
 
-PAIRS = {"Tsit5": js.Tsit5, "Dopri5": js.Dopri5, "Dopri8": js.Dopri8}
+# Each pair with its default stages (looped for Tsit5 and Dopri5, unrolled for Dopri8: the step's
+# VJP taken stage by stage or written out), and each with the other choice.
+PAIRS = {
+    "Tsit5": js.Tsit5, "Dopri5": js.Dopri5, "Dopri8": js.Dopri8,
+    "Tsit5-unrolled": functools.partial(js.Tsit5, unrolled=True),
+    "Dopri8-looped": functools.partial(js.Dopri8, unrolled=False),
+}  # fmt: skip
 CHECKPOINTED = dfx.RecursiveCheckpointAdjoint()
 
 
@@ -134,13 +141,14 @@ def kepler_loss(mu, x, *, solver, adjoint=None, ts=None, jump=0.0):
     return jnp.sum(sol.ys["r"] ** 2) + jnp.sum(jnp.sin(sol.ys["v"][-1]))
 
 
-# Each case compiles two gradient programs (the checkpointed one the larger): three run by
-# default (every pair, samples and endpoints, a breakpoint), the other three with -m slow.
+# Each case compiles two gradient programs (the checkpointed one the larger): four run by
+# default (every pair, samples and endpoints, a breakpoint, Dopri8 looped), four with -m slow.
 _CASES = [
     ("Tsit5", True, False), ("Dopri5", False, False), ("Dopri8", True, True),
     pytest.param("Tsit5", False, False, marks=pytest.mark.slow),
     pytest.param("Dopri5", True, True, marks=pytest.mark.slow),
     pytest.param("Dopri8", False, True, marks=pytest.mark.slow),
+    ("Dopri8-looped", True, True), pytest.param("Tsit5-unrolled", True, False, marks=pytest.mark.slow),
 ]  # fmt: skip
 
 
