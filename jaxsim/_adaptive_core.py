@@ -515,19 +515,15 @@ def check_adjoint(adjoint, kind, y0) -> None:
     from ._layout import StateLayout
 
     if isinstance(adjoint, DiscreteAdjoint):
-        if kind.driver != "adaptive" or not kind.native:
-            what = f"{kind.name} on the {kind.driver} driver"
-        elif StateLayout.of(y0) is None:
-            what = "a state whose leaves mix dtypes"
-        else:
-            return
-        raise ValueError(
-            "simulate: `adjoint=DiscreteAdjoint()` is the discrete adjoint of jaxsim's adaptive "
-            "pairs (Tsit5, Dopri5, Dopri8) without clocks, events, discontinuities or noise, on a "
-            f"state of one floating dtype; got {what}. Leave `adjoint` at None (the driver's own "
-            "reverse mode) for this run."
+        does = "is the discrete adjoint of"
+        instead = "Leave `adjoint` at None (the driver's own reverse mode)"
+    elif isinstance(adjoint, ForwardSensitivity):
+        does = "integrates sensitivities on"
+        instead = (
+            "Use `adjoint=diffrax.ForwardMode()` (forward mode) or the default adjoint (reverse "
+            "mode)"
         )
-    if not isinstance(adjoint, ForwardSensitivity):
+    else:
         return
     if kind.driver != "adaptive" or not kind.native:
         what = f"{kind.name} on the {kind.driver} driver"
@@ -536,10 +532,9 @@ def check_adjoint(adjoint, kind, y0) -> None:
     else:
         return
     raise ValueError(
-        "simulate: `adjoint=ForwardSensitivity()` integrates sensitivities on jaxsim's adaptive "
-        "pairs (Tsit5, Dopri5, Dopri8) without clocks, events, discontinuities or noise, on a "
-        f"state of one floating dtype; got {what}. Use `adjoint=diffrax.ForwardMode()` (forward "
-        "mode) or the default adjoint (reverse mode) for this run."
+        f"simulate: `adjoint={type(adjoint).__name__}()` {does} jaxsim's adaptive pairs (Tsit5, "
+        "Dopri5, Dopri8) without clocks, events, discontinuities or noise, on a state of one "
+        f"floating dtype; got {what}. {instead} for this run."
     )
 
 
