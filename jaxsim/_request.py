@@ -408,24 +408,18 @@ def _check_flat(model, args, label, readers, routed, key=None) -> None:
 # Units of commands: `Quantity` values in `args`, the declared units of flight-software outputs
 
 
-# `model.units()["args"]` per model structure (`structure_key`): a spacecraft's `units()` traces
-# its outputs (about 20 ms), read only when a unit is to be compared.
-_UNITS: dict = {}
-
-
 def _command_units(model, key=None):
     """The units the model declares for its commands (`units()["args"]`: `{address: {key:
-    unit}}`, or a unit string for an address read as one array); `{}` when it declares none."""
+    unit}}`, or a unit string for an address read as one array); `{}` when it declares none.
+    Kept per model structure (`_probed`): a spacecraft's `units()` traces its outputs (about
+    20 ms), read only when a unit is to be compared."""
     key = structure_key(model) if key is None else key
-    if key is not None and key in _UNITS:
-        return _UNITS[key]
-    units = type(model).units(model)
-    out = units.get("args", {}) if isinstance(units, Mapping) else {}
-    if key is not None:
-        if len(_UNITS) >= 256:
-            _UNITS.clear()
-        _UNITS[key] = out
-    return out
+
+    def read():
+        units = type(model).units(model)
+        return units.get("args", {}) if isinstance(units, Mapping) else {}
+
+    return _probed(None if key is None else ("command units", key), read)
 
 
 def _path(label: str, path: tuple) -> str:

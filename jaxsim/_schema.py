@@ -204,20 +204,17 @@ def _check_part(where: str, kind: str, units, leaves: list[str], what: str) -> N
     leaf or a subtree of leaves."""
     named = [p for p, _ in _flat(units, "")]
 
-    def covered(leaf):
-        return any(p == "" or leaf == p or leaf.startswith(p + ".") for p in named)
+    def under(leaf, p):  # `leaf` is `p` or inside the subtree `p` ("" the whole part)
+        return p == "" or leaf == p or leaf.startswith(p + ".")
 
-    def known(p):
-        return any(p == "" or leaf == p or leaf.startswith(p + ".") for leaf in leaves)
-
-    missing = [leaf for leaf in leaves if not covered(leaf)]
+    missing = [leaf for leaf in leaves if not any(under(leaf, p) for p in named)]
     if missing:
         raise ValueError(
             f"simulate: `{where}` gives no unit for {what} {_shown(missing, kind)}; its "
             f"`{kind}` units name {_shown(named, kind)}. Add the missing entries to "
             f"`units()[{kind!r}]` (use '-' for a dimensionless quantity)."
         )
-    unknown = [p for p in named if not known(p)]
+    unknown = [p for p in named if not any(under(leaf, p) for leaf in leaves)]
     if unknown:
         raise ValueError(
             f"simulate: `{where}` names {_shown(unknown, kind)}, which the run does not have; its "
