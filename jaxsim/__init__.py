@@ -92,5 +92,6 @@ from ._solvers import (
     Euler as Euler,
     StepMappedSolver as StepMappedSolver,
     Tsit5 as Tsit5,
+    Verner9 as Verner9,
 )
 from ._version import __version__ as __version__

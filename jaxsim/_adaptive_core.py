@@ -86,7 +86,9 @@ _PROGRESS_EVERY = 64
 class Pair:
     """An explicit embedded pair: rows `a` (row 0 empty), weights `b`, error weights `e`
     (`b - b_hat`), nodes `c`, order `order` (the controller's exponent is `1/order`), first-same-
-    as-last `fsal`, `ssal` (y1 is the last stage's argument), and its dense output class."""
+    as-last `fsal`, `ssal` (y1 is the last stage's argument), its dense output class, and the
+    extra stages that dense output takes, `dense` (`(c_i, a_i)` each, a_i over every earlier
+    stage; () when it takes the step's stages only, `Verner9`'s has four)."""
 
     name: str
     a: tuple
@@ -97,6 +99,7 @@ class Pair:
     fsal: bool
     ssal: bool
     interpolation: object
+    dense: tuple = ()
 
     @property
     def stages(self) -> int:
@@ -116,6 +119,7 @@ def pair_of(unrolled_cls) -> Pair:
     return Pair(
         unrolled_cls.__name__.removeprefix("Unrolled"), a, b, e, c, int(unrolled_cls._order),
         bool(tab.fsal), bool(tab.ssal), unrolled_cls.interpolation_cls,
+        tuple(getattr(unrolled_cls, "_dense_rows", ())),
     )  # fmt: skip
 
 
@@ -180,6 +184,19 @@ def step_looped(pair: Pair, f, t0, t1, y0, f0):
     y1 = y0 + jnp.asarray(pair.b) @ ks
     err = jnp.asarray(pair.e) @ ks
     return y1, err, ks, f_last
+
+
+def dense_stages(pair: Pair, f, t0, t1, y0, ks):
+    """The stages `ks` of a step (a tuple of vectors or an `(s, n)` array) with the extra stages
+    of the pair's dense output appended (`pair.dense`; the same `ks` when it has none)."""
+    if not pair.dense:
+        return ks
+    stacked = not isinstance(ks, tuple)
+    kl = list(ks)
+    h = (t1 - t0).astype(y0.dtype)
+    for ci, row in pair.dense:
+        kl.append(h * f(_stage_time(t0, t1, t1 - t0, ci), _combine(y0, row, kl)))
+    return jnp.stack(kl) if stacked else tuple(kl)
 
 
 def _rms(x):
@@ -405,6 +422,14 @@ def integrate(
 
         ys, save_index = s.ys, s.save_index
         if not endpoints_only:
+            if pair.dense:  # its extra stages only in a step that holds a sample
+                hit = keep & (save_index < n_ts) & (ts_arr[jnp.minimum(save_index, n_ts - 1)] <= tn)
+                n_extra = len(pair.dense)
+                ks = jax.lax.cond(
+                    eqxi.unvmap_any(hit),
+                    lambda: dense_stages(pair, f, tp, tn, y, ks),
+                    lambda: jnp.concatenate([ks, jnp.zeros((n_extra,) + y.shape, ks.dtype)]),
+                )
             interp = pair.interpolation(t0=tp, t1=tn, y0=y, y1=y1, k=ks)
 
             def save_cond(c):
@@ -845,7 +870,7 @@ def _step_states(pair, unrolled, f, step_map, theta, tp, tn, y, dense=True):
     else:
         y1, _, ks, _ = step_looped(pair, fth, tp, tn, y, fth(tp, y))
     y_next = y1 if step_map is None else step_map(theta, tn, y1)[0]
-    return (y_next, y1, ks) if dense else y_next
+    return (y_next, y1, dense_stages(pair, fth, tp, tn, y, ks)) if dense else y_next
 
 
 def _dense_a(pair) -> np.ndarray:

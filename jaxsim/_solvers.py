@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from . import _verner
 from ._layout import StateLayout
 from ._step_context import stage as stage_context
 
@@ -359,6 +360,10 @@ class AbstractUnrolledERK(dfx.AbstractAdaptiveSolver):
     term_structure: ClassVar = dfx.AbstractTerm
     _order: ClassVar[int]
     _coeffs: ClassVar[tuple]
+    # Extra stages of the dense output, `(c_i, a_i)` each (a_i over every earlier stage), computed
+    # after the step's own (`Verner9`'s interpolant); () for pairs whose interpolant takes the
+    # step's stages only.
+    _dense_rows: ClassVar[tuple] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -420,12 +425,16 @@ class AbstractUnrolledERK(dfx.AbstractAdaptiveSolver):
         y1 = unravel(yi_flat if self.tableau.ssal else _combine(y0_flat, b, ks))
         y_error = _combine(None, e, ks)
         y_error = jtu.tree_map(jnp.zeros_like, y0) if y_error is None else unravel(y_error)
+        f_last = fi
+        for ci, row in self._dense_rows:
+            yi_flat = _combine(y0_flat, row, ks)
+            ks.append(pack(terms.prod(terms.vf(t_stage(ci), unravel(yi_flat), args), control)))
         if flat:
             k = jax.vmap(unravel)(jnp.stack(ks))
         else:
             k = jtu.tree_map(lambda *kk: jnp.stack(kk), *ks)
         dense_info = dict(y0=y0, y1=y1, k=k)
-        new_state = (jnp.asarray(False), fi) if fsal else None
+        new_state = (jnp.asarray(False), f_last) if fsal else None
         return y1, y_error, dense_info, new_state, dfx.RESULTS.successful
 
 
@@ -470,6 +479,22 @@ class UnrolledDopri8(AbstractUnrolledERK):
     _order = 8
 
 
+class UnrolledVerner9(AbstractUnrolledERK):
+    """Verner's "most efficient" 9(8) pair, 16 stages and a first-same-as-last 17th, with his
+    8th-order interpolant (4 more stages per step, computed here in every step: on jaxsim's
+    adaptive core only in steps that hold a sample), stages unrolled (see
+    [`AbstractUnrolledERK`][]).
+
+    Reference: J. H. Verner, "Numerically optimal Runge-Kutta pairs with interpolants",
+    Numerical Algorithms 53, 383-396, 2010 (`jaxsim._verner`).
+    """
+
+    tableau = _verner.tableau()
+    interpolation_cls = _verner.Verner9Interpolation
+    _order = 9
+    _dense_rows = _verner.dense_rows()
+
+
 class Tsit5(AbstractAdaptiveSolver):
     """Tsitouras 5(4) (`diffrax.Tsit5`'s scheme; stages unrolled with `unrolled=True`)."""
 
@@ -491,6 +516,21 @@ class Dopri8(AbstractAdaptiveSolver):
 
     _unrolled_cls = UnrolledDopri8
     _diffrax_cls = dfx.Dopri8
+
+
+class Verner9(AbstractAdaptiveSolver):
+    """Verner's "most efficient" 9(8) pair with his 8th-order interpolant (stages unrolled unless
+    `unrolled=False`): 16 drift evaluations per step (first same as last), 4 more in a step that
+    holds a sample. At tight tolerances (rtol <= 1e-10) it takes fewer steps than `Dopri8` for
+    the same error: J2 LEO for a day at rtol 1e-12, 565 steps and a 6x smaller final error than
+    `Dopri8`'s 760 (`docs/engine.md`).
+
+    `to_diffrax()` always gives the unrolled pair (`UnrolledVerner9`): diffrax's own stage loop
+    would not compute the interpolant's stages.
+    """
+
+    _unrolled_cls = UnrolledVerner9
+    _diffrax_cls = UnrolledVerner9
 
 
 def for_adjoint(dsolver, adjoint):
