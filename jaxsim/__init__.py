@@ -4,6 +4,11 @@ Importing this package enables float64 (`jax_enable_x64`): the dynamics are vali
 Basilisk to round-off, which float32 cannot reach. To use float32 anyway, set
 `jax.config.update("jax_enable_x64", False)` after importing jaxsim (tolerances then do not hold).
 
+On the CPU it also raises XLA's small-while-loop hoisting threshold in `XLA_FLAGS` (before JAX
+creates its backend), so that a step loop is compiled as one function: several times faster for
+small models. `JAXSIM_SMALL_LOOPS=0` opts out; `jaxsim.small_loops()` tells whether it is in
+effect and documents the rules.
+
 It changes no other JAX setting. JAX's persistent compilation cache, with which a restart loads
 jaxsim's compiled programs instead of compiling them again, is opt-in: `jaxsim.enable_cache()`, or
 the environment variable `JAXSIM_CACHE=1` (or a folder path) set before importing jaxsim
@@ -12,7 +17,10 @@ the environment variable `JAXSIM_CACHE=1` (or a folder path) set before importin
 
 import jax
 
+from . import _xla_setup
 
+
+_xla_setup.apply()  # XLA's small-loop hoisting, before anything creates JAX's backend
 jax.config.update("jax_enable_x64", True)
 
 from . import _cache
@@ -95,3 +103,4 @@ from ._solvers import (
     Verner9 as Verner9,
 )
 from ._version import __version__ as __version__
+from ._xla_setup import SmallLoops as SmallLoops, small_loops as small_loops

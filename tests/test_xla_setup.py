@@ -1,0 +1,195 @@
+"""XLA's small-while-loop hoisting, on by default at `import jaxsim` (`jaxsim._xla_setup`).
+
+XLA reads `XLA_FLAGS` once per process, when JAX creates its backend, so every case runs in a
+fresh interpreter (`sys.executable -c ...`) with its own environment. The oracle of "on" is XLA's
+own: the compiled program of a jaxsim step loop holds the call XLA tags `xla_cpu_small_call` (the
+loop compiled as one function) with the default, and none with `JAXSIM_SMALL_LOOPS=0`.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import pytest
+
+import jaxsim as js
+from jaxsim import _xla_setup
+
+
+ROOT = Path(__file__).resolve().parents[1]
+OPTION = _xla_setup.OPTION
+DEFAULT = f"--xla_backend_extra_options={OPTION}={_xla_setup.DEFAULT_THRESHOLD}"
+# Seconds one child may take (import jaxsim + a small compile; the machine may be loaded).
+CHILD_TIMEOUT_S = 300
+
+# The child: what `import jaxsim` left in XLA_FLAGS, `jaxsim.small_loops()`, and (`loop`) how XLA
+# compiled a jaxsim step loop (Tsit5 on a 16-state decay, about 10 kB per step: above XLA's own
+# threshold, 1 kB): the `while` instructions the top-level computation runs itself (one per loop
+# left kernel by kernel) and the calls XLA compiled as one function (its `xla_cpu_small_call` tag).
+_CHILD = r"""
+import json, os, sys
+before = sys.argv[1]
+if before == "jax used":
+    import jax.numpy as jnp
+    jnp.ones(3).sum().block_until_ready()
+import jaxsim as js
+out = {"flags": os.environ.get("XLA_FLAGS"), "small_loops": js.small_loops()._asdict()}
+if "loop" in sys.argv[2:]:
+    import jax, jax.numpy as jnp
+
+    class Decay(js.AbstractDynamicObject):
+        name: str = "decay"
+
+        def init_state(self):
+            return {"x": jnp.ones(16)}
+
+        def drift(self, t, y, args):
+            return {"x": -y["x"]}
+
+    def run(x0):
+        sol = js.simulate(Decay(), {"x": x0}, 1.0, solver=js.Tsit5(), rtol=1e-8, atol=1e-8,
+                          outputs=False)
+        return sol.ys
+
+    compiled = jax.jit(run, compiler_options=js.compiler_options()).lower(jnp.ones(16)).compile()
+    text = compiled.as_text()
+    entry = text[text.index("\nENTRY"):]
+    out["top_level_whiles"] = entry[: entry.index("\n}")].count(" while(")
+    out["one_function_calls"] = text.count("xla_cpu_small_call")
+print(json.dumps(out))
+"""
+
+
+def _child(env_changes: dict, before: str = "", *extra: str) -> dict:
+    env = dict(os.environ)
+    for key, value in env_changes.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, before, *extra],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_added_when_absent_and_loop_compiled_as_one_function():
+    out = _child({"XLA_FLAGS": None, "JAXSIM_SMALL_LOOPS": None}, "", "loop")
+    assert out["flags"] == DEFAULT
+    assert out["small_loops"]["requested"]
+    assert out["small_loops"]["threshold"] == _xla_setup.DEFAULT_THRESHOLD
+    assert out["small_loops"]["effective"]
+    assert out["top_level_whiles"] == 0
+    assert out["one_function_calls"] >= 1
+
+
+def test_opt_out_leaves_flags_and_loop_runs_kernel_by_kernel():
+    flags = "--xla_force_host_platform_device_count=1"
+    out = _child({"XLA_FLAGS": flags, "JAXSIM_SMALL_LOOPS": "0"}, "", "loop")
+    assert out["flags"] == flags
+    assert not out["small_loops"]["requested"]
+    assert out["small_loops"]["threshold"] is None
+    assert not out["small_loops"]["effective"]
+    assert "JAXSIM_SMALL_LOOPS=0" in out["small_loops"]["reason"]
+    assert out["top_level_whiles"] == 1
+    assert out["one_function_calls"] == 0
+
+
+def test_users_threshold_is_kept():
+    flags = f"--xla_backend_extra_options={OPTION}=65536"
+    out = _child({"XLA_FLAGS": flags, "JAXSIM_SMALL_LOOPS": None})
+    assert out["flags"] == flags
+    assert out["small_loops"]["threshold"] == 65536
+    assert "your XLA_FLAGS" in out["small_loops"]["reason"]
+    assert out["small_loops"]["effective"]
+
+
+def test_merged_into_existing_extra_options_other_flags_kept():
+    flags = (
+        "--xla_force_host_platform_device_count=2 "
+        "--xla_backend_extra_options=xla_cpu_disable_loop_unrolling"
+    )
+    out = _child({"XLA_FLAGS": flags, "JAXSIM_SMALL_LOOPS": "200000"})
+    assert out["flags"] == (
+        "--xla_force_host_platform_device_count=2 "
+        f"--xla_backend_extra_options=xla_cpu_disable_loop_unrolling,{OPTION}=200000"
+    )
+    assert out["flags"].count("--xla_backend_extra_options") == 1
+    assert out["small_loops"]["threshold"] == 200000
+    assert out["small_loops"]["effective"]
+
+
+def test_backend_created_first_leaves_environment_alone():
+    out = _child({"XLA_FLAGS": None, "JAXSIM_SMALL_LOOPS": None}, "jax used")
+    assert out["flags"] is None
+    assert not out["small_loops"]["requested"]
+    assert not out["small_loops"]["effective"]
+    assert "before jaxsim was imported" in out["small_loops"]["reason"]
+
+
+def test_this_process_matches_its_environment():
+    # The test process itself imported jaxsim before JAX's backend existed (conftest creates none).
+    report = js.small_loops()
+    opted_out = os.environ.get("JAXSIM_SMALL_LOOPS", "").strip().lower() in _xla_setup._OFF
+    if jax.default_backend() != "cpu" or opted_out:
+        assert not report.effective
+    else:
+        assert report.requested and report.effective, report.reason
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        ("", DEFAULT),
+        ("--xla_cpu_use_thunk_runtime=true", f"--xla_cpu_use_thunk_runtime=true {DEFAULT}"),
+        (
+            "--xla_backend_extra_options=a=1 --xla_dump_to=/tmp/x --xla_backend_extra_options=b",
+            "--xla_backend_extra_options=a=1 --xla_dump_to=/tmp/x "
+            f"--xla_backend_extra_options=b,{OPTION}={_xla_setup.DEFAULT_THRESHOLD}",
+        ),
+        ("--xla_backend_extra_options= --x=1", f"{DEFAULT} --x=1"),
+        (
+            '--xla_backend_extra_options="a=1,b" --x=1',
+            f'--xla_backend_extra_options="a=1,b,{OPTION}={_xla_setup.DEFAULT_THRESHOLD}" --x=1',
+        ),
+    ],
+)
+def test_with_option(flags, expected):
+    assert _xla_setup.with_option(flags, _xla_setup.DEFAULT_THRESHOLD) == expected
+
+
+@pytest.mark.parametrize(
+    "value, threshold",
+    [(None, 1_000_000), ("", 1_000_000), ("on", 1_000_000), ("1", 1_000_000), ("OFF", None),
+     ("0", None), ("65536", 65536)],
+)  # fmt: skip
+def test_environment_values(value, threshold):
+    assert _xla_setup._requested_threshold(value) == threshold
+
+
+@pytest.mark.parametrize("value", ["maybe", "-5", "1e6"])
+def test_bad_environment_value_is_refused(value):
+    with pytest.raises(ValueError, match=r"JAXSIM_SMALL_LOOPS=.* is not understood"):
+        _xla_setup._requested_threshold(value)
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [(OPTION, 1_000_000), ("xla_backend_extra_options", f"{OPTION}=1000000")],
+)
+def test_compiler_options_refuse_it(name, value):
+    """Why jaxsim sets it through `XLA_FLAGS`: a program's own compile options cannot carry it
+    (if a future jaxlib accepts it, per-program control becomes possible: revisit)."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("XLA:CPU option")
+    with pytest.raises(Exception, match="option"):
+        jax.jit(lambda x: x + 1.0, compiler_options={name: value}).lower(1.0).compile()
