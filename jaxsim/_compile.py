@@ -36,6 +36,7 @@ import dataclasses
 import functools
 import inspect
 import os
+import re
 import threading
 import warnings
 from collections.abc import Callable
@@ -59,6 +60,24 @@ CPU_COMPILER_OPTIONS = {
     "xla_cpu_use_fusion_emitters": False,
     "xla_cpu_experimental_ynn_fusion_type": "",
 }
+
+
+# XLA's CPU backend compiles a while loop whose one iteration accesses fewer bytes than
+# `xla_cpu_small_while_loop_byte_threshold` (named in `XLA_FLAGS`; XLA's default 1 kB) as one
+# function; from this threshold on, jaxsim's step loops count as compiled whole (`loops_hoisted`).
+_HOISTED_LOOP_BYTES = 65536
+
+
+def loops_hoisted() -> bool:
+    """Whether XLA compiles jaxsim's step loops as one function each in this process: the CPU
+    backend with `XLA_FLAGS` naming a small-while-loop threshold of at least 64 kB (what
+    `import jaxsim` sets unless `JAXSIM_SMALL_LOOPS=0`, `jaxsim.small_loops()`). Read from the
+    environment (no compile); a loop then costs about as much as its stages written out, so
+    programs may loop where they would otherwise unroll."""
+    found = re.findall(
+        r"xla_cpu_small_while_loop_byte_threshold=(\d+)", os.environ.get("XLA_FLAGS", "")
+    )
+    return bool(found) and int(found[-1]) >= _HOISTED_LOOP_BYTES and jax.default_backend() == "cpu"
 
 
 def compiler_options() -> dict:
