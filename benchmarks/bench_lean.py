@@ -25,12 +25,12 @@ both sides of a ratio):
 Rows (`--only` names them):
 
 - `forward`: J2 day at rtol 1e-12 (time, steps, error, / heyoka at equal error);
-- `forward_small_loops`: `forward` again in a child process with XLA's small-while-loop hoisting
-  (`XLA_FLAGS=--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=...`, see
-  `SMALL_LOOP_FLAG`): a loop whose iteration touches fewer bytes and holds no dot, scatter or
-  custom call is compiled into one function instead of one runtime call per kernel. jaxsim never
-  sets it (it is process-wide); `docs/engine.md` recommends it;
-- `stm`, `stm_small_loops` (the latter in a child process with the flag above): 6x6 state
+- `forward_opted_out`: `forward` again in a child process with `JAXSIM_SMALL_LOOPS=0` (see
+  `OPT_OUT`). `import jaxsim` turns on XLA's small-while-loop hoisting (a loop whose iteration
+  accesses fewer bytes than a threshold is compiled into one function instead of one runtime call
+  per kernel; `jaxsim.small_loops()`, `docs/engine.md`), so every other row runs with it; this
+  row measures the same programs kernel by kernel (XLA's own default);
+- `stm`, `stm_opted_out` (the latter in a child process with `JAXSIM_SMALL_LOOPS=0`): 6x6 state
   transition matrix, `jax.jacfwd` (`adjoint=diffrax.ForwardMode()`) and
   `adjoint=js.ForwardSensitivity()` vs heyoka's variational equations (`var_ode_sys`, order 1) at
   the same tolerance; accuracy: max |STM - STM_ref| / max |STM_ref| against heyoka's variational
@@ -44,12 +44,14 @@ Rows (`--only` names them):
 - `combined`: the spacecraft's final-state forward run (`jaxsim.jit` of a scalar of the final
   state), its reverse gradient w.r.t. every inexact array of the model, one forward-mode tangent
   (`jax.jvp` along a fixed random direction) and Basilisk's `ExecuteSimulation()` of the same run
-  (`tests.reference.basilisk_scenarios`, no recorders);
+  (`tests.reference.basilisk_scenarios`, no recorders); `combined_opted_out`: the same in a child
+  process with `JAXSIM_SMALL_LOOPS=0`;
 - `compile`: the first call (trace + compile) of each program in a fresh process, then on a
   restart with `jaxsim.enable_cache()` (JAX's persistent cache; each in its own subprocess, the
   cache in a temporary folder): the J2 1 h Dopri8 forward run and its gradient programs (default
   adjoint, with the default `throw=True` and with `throw=False`; `ForwardSensitivity`), and the
-  `combined` reverse gradient (its cold figure is the issue's "first gradient, cold").
+  `combined` reverse gradient (its cold figure is the issue's "first gradient, cold"); a case
+  ending in `OPT_OUT_SUFFIX` runs with `JAXSIM_SMALL_LOOPS=0`.
 
 Run: `python -m benchmarks.bench_lean [--rounds N] [--quick] [--only ROW ...] [--out DIR]` (writes
 `benchmarks/results/lean.json`, `.md`; `--out` another folder). heyoka and Basilisk are optional
@@ -61,6 +63,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -91,13 +94,10 @@ N_WINDOWS = 48  # thrust windows of the 50-parameter gradient (+ mu, J2)
 THRUST = 1e-6  # [m/s^2] along-track acceleration per window, nominal
 COMBINED_T1 = 600.0  # [s] the issue's `combined` horizon (RK4 0.1 s)
 COMBINED_T1_QUICK = 20.0
-# XLA:CPU's small-while-loop hoisting, for the `forward_small_loops` row: a while loop whose one
-# iteration accesses fewer bytes than this (HloCostAnalysis) and holds no dot, scatter or custom
-# call runs as one compiled function instead of one runtime call per kernel.
-SMALL_LOOP_BYTES = 1_000_000
-SMALL_LOOP_FLAG = (
-    f"--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold={SMALL_LOOP_BYTES}"
-)
+# The `*_opted_out` rows and compile cases: XLA's small-while-loop hoisting, which `import jaxsim`
+# turns on, left at XLA's default (each loop body runs kernel by kernel).
+OPT_OUT = "JAXSIM_SMALL_LOOPS=0"
+OPT_OUT_SUFFIX = f" ({OPT_OUT})"
 # The issue's targets (figure: (bound, which side)).
 TARGETS = {
     "forward_over_heyoka": 3.0,
@@ -302,7 +302,7 @@ def forward_row(rounds: int, quick: bool = False) -> dict:
     jitted(y0)
     cases["lean jit"] = lambda: jitted(y0)
     out["lean jit"] = dict(out["lean"])
-    # Whether XLA compiled the step loop into one function (`forward_small_loops`).
+    # Whether XLA compiled the step loop into one function (small-loop hoisting, on by default).
     hlo = jax.jit(lambda y: sim(js.Dopri8())(y).ys, compiler_options=js.compiler_options())
     out["lean jit"]["small_loop_hoisted"] = "xla_cpu_small_call" in (
         hlo.lower(y0).compile().as_text()
@@ -636,6 +636,7 @@ print(json.dumps({"first_call_s": first, "trace_lower_s": trace, "import_s": t_i
 COMPILE_CASES = (
     "lean", "lean looped", "diffrax", "lean:grad", "lean throw=False:grad", "lean looped:grad",
     "diffrax:grad", "lean sensitivity:grad", "lean looped sensitivity:grad", "combined:grad",
+    f"lean:grad{OPT_OUT_SUFFIX}", f"combined:grad{OPT_OUT_SUFFIX}",
 )  # fmt: skip
 COMPILE_CASES_QUICK = ("lean", "lean throw=False:grad")
 
@@ -647,12 +648,14 @@ def compile_rows(cases=COMPILE_CASES, stored=None, quick=False) -> dict:
     root = str(Path(__file__).resolve().parents[1])
     horizon = str(COMBINED_T1_QUICK if quick else COMBINED_T1)
     for case in cases:
+        opted_out = case.endswith(OPT_OUT_SUFFIX)
+        env = _opted_out_env() if opted_out else None
         with tempfile.TemporaryDirectory() as tmp:
             runs = []
             for _ in range(2):  # cold, then restart with the persistent cache warm
                 proc = subprocess.run(
-                    [sys.executable, "-c", _COMPILE_SCRIPT, case, tmp, root, horizon],
-                    capture_output=True, text=True, check=True,
+                    [sys.executable, "-c", _COMPILE_SCRIPT, case.removesuffix(OPT_OUT_SUFFIX),
+                     tmp, root, horizon], capture_output=True, text=True, check=True, env=env,
                 )  # fmt: skip
                 runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         out[case] = {
@@ -663,21 +666,33 @@ def compile_rows(cases=COMPILE_CASES, stored=None, quick=False) -> dict:
     return out
 
 
-def small_loops_row(row: str, rounds: int, quick: bool = False) -> dict:
-    """`row` (`forward`, `stm` or `combined`) in a child process with `SMALL_LOOP_FLAG` added to
-    `XLA_FLAGS`."""
+def _opted_out_env() -> dict:
+    """This process's environment with `JAXSIM_SMALL_LOOPS=0` and no small-loop threshold of its
+    own in `XLA_FLAGS` (which would win over the opt-out)."""
+    flags = re.sub(r",?xla_cpu_small_while_loop_byte_threshold=\d+", "",
+                   os.environ.get("XLA_FLAGS", ""))  # fmt: skip
+    flags = re.sub(r"--xla_backend_extra_options=(?:,|(?=\s|$))", "--xla_backend_extra_options=",
+                   flags)  # fmt: skip
+    flags = re.sub(r"--xla_backend_extra_options=(?=\s|$)", "", flags).strip()
+    key, _, value = OPT_OUT.partition("=")
+    return dict(os.environ, XLA_FLAGS=flags, **{key: value})
+
+
+def opted_out_row(row: str, rounds: int, quick: bool = False) -> dict:
+    """`row` (`forward`, `stm` or `combined`) in a child process with `JAXSIM_SMALL_LOOPS=0`."""
     root = str(Path(__file__).resolve().parents[1])
-    env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " " + SMALL_LOOP_FLAG))
     cmd = [sys.executable, "-m", "benchmarks.bench_lean", "--child", row, "--rounds",
            str(rounds), "--inner", str(_INNER)] + (["--quick"] if quick else [])  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, check=True)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=_opted_out_env(), cwd=root, check=True
+    )
     row = json.loads(proc.stdout.strip().splitlines()[-1])
-    row["xla_flags"] = SMALL_LOOP_FLAG
+    row["opted_out"] = OPT_OUT
     return row
 
 
-ROWS = ("forward", "forward_small_loops", "stm", "stm_small_loops", "gradient50", "combined",
-        "combined_small_loops", "compile")  # fmt: skip
+ROWS = ("forward", "forward_opted_out", "stm", "stm_opted_out", "gradient50", "combined",
+        "combined_opted_out", "compile")  # fmt: skip
 
 
 def run(
@@ -685,11 +700,13 @@ def run(
     out_dir=None, commit=None,
 ) -> dict:  # fmt: skip
     """All rows (or the rows named in `only`, merged into the stored results)."""
+    import jaxsim as js  # first: its import sets XLA_FLAGS before JAX creates its backend
+
     global _INNER
     _INNER = inner
     results = Path(out_dir) if out_dir else cm.RESULTS
     data = {"environment": cm.environment(), "rtol": RTOL, "rounds": rounds, "inner": inner,
-            "quick": quick, "commit": commit}  # fmt: skip
+            "quick": quick, "commit": commit, "small_loops": js.small_loops()._asdict()}  # fmt: skip
     if only:
         stored = results / f"{NAME}.json"
         if stored.exists():
@@ -698,15 +715,15 @@ def run(
         data["heyoka_version"] = orbit._heyoka_version()
     default_compile = COMPILE_CASES_QUICK if quick else COMPILE_CASES
     few = max(2, rounds // 2) if not quick else 1  # rounds of the slower rows
-    row_rounds = {"stm": few, "stm_small_loops": few, "gradient50": few}
+    row_rounds = {"stm": few, "stm_opted_out": few, "gradient50": few}
     rows = {
         "forward": lambda: forward_row(rounds, quick),
-        "forward_small_loops": lambda: small_loops_row("forward", rounds, quick),
+        "forward_opted_out": lambda: opted_out_row("forward", rounds, quick),
         "stm": lambda: stm_row(few, quick),
-        "stm_small_loops": lambda: small_loops_row("stm", few, quick),
+        "stm_opted_out": lambda: opted_out_row("stm", few, quick),
         "gradient50": lambda: gradient_row(few, quick),
         "combined": lambda: combined_row(rounds, quick),
-        "combined_small_loops": lambda: small_loops_row("combined", rounds, quick),
+        "combined_opted_out": lambda: opted_out_row("combined", rounds, quick),
         "compile": lambda: compile_rows(
             compile_cases or default_compile, data.get("compile") if compile_cases else None,
             quick,
@@ -763,14 +780,13 @@ def issue_table(data: dict) -> list[dict]:
             "",
             None,
         )
-        sl = data.get("forward_small_loops")
+        sl = data.get("forward_opted_out")
         if sl and "lean jit" in sl:
-            add("... with XLA small-loop hoisting (`forward_small_loops`)",
+            add(f"... opted out of small-loop hoisting (`{OPT_OUT}`, `forward_opted_out`)",
                 f"{f(sl['lean jit']['run_s'] * 1e3)} ms in `jaxsim.jit` "
                 f"({f(sl['lean jit'].get('over_heyoka'))}x), `simulate` "
                 f"{f(sl['lean']['run_s'] * 1e3)} ms, floor {f(sl['floor']['run_s'] * 1e3)} ms",
-                f"heyoka {f((sl.get('heyoka_at_equal_error_s') or 0) * 1e3)} ms", "<= 3x heyoka",
-                sl["lean jit"].get("over_heyoka", 99) <= TARGETS["forward_over_heyoka"])  # fmt: skip
+                f"heyoka {f((sl.get('heyoka_at_equal_error_s') or 0) * 1e3)} ms", "", None)  # fmt: skip
     st = data.get("stm")
     if st and "lean" in st:
         tight = f"lean {STM_TIGHT:.0e}"
@@ -795,15 +811,13 @@ def issue_table(data: dict) -> list[dict]:
                 "",
                 None,
             )
-        sl = data.get("stm_small_loops")
+        sl = data.get("stm_opted_out")
         if sl and "lean" in sl:
-            add("... with XLA small-loop hoisting (`stm_small_loops`)",
+            add(f"... opted out of small-loop hoisting (`{OPT_OUT}`, `stm_opted_out`)",
                 f"{f(sl['lean']['run_s'] * 1e3)} / {f(sl['lean sensitivity']['run_s'] * 1e3)} ms "
                 f"({f(sl['lean'].get('over_heyoka'))}x / "
                 f"{f(sl['lean sensitivity'].get('over_heyoka'))}x)",
-                f"heyoka {f(sl.get('heyoka', {}).get('run_s', 0) * 1e3)} ms", "<= 2x heyoka",
-                min(sl["lean"].get("over_heyoka", 99), sl["lean sensitivity"].get("over_heyoka", 99))
-                <= TARGETS["stm_over_heyoka"])  # fmt: skip
+                f"heyoka {f(sl.get('heyoka', {}).get('run_s', 0) * 1e3)} ms", "", None)  # fmt: skip
     gr = data.get("gradient50")
     if gr and "lean" in gr:
         ls = gr["lean sensitivity"]
@@ -864,6 +878,15 @@ def issue_table(data: dict) -> list[dict]:
                 "<= 3 s",
                 r["cold_s"] <= TARGETS["combined_first_grad_s"],
             )
+        if f"combined:grad{OPT_OUT_SUFFIX}" in cp:
+            r = cp[f"combined:grad{OPT_OUT_SUFFIX}"]
+            add(
+                f"... opted out of small-loop hoisting (`{OPT_OUT}`)",
+                f"{f(r['cold_s'])} / {f(r['restart_s'])} s",
+                "",
+                "",
+                None,
+            )
         if "forward_over_basilisk" in cb:
             add(
                 "`combined` per step / Basilisk (in `jaxsim.jit` / `simulate`)",
@@ -873,17 +896,18 @@ def issue_table(data: dict) -> list[dict]:
                 "<= 0.08",
                 cb["forward_over_basilisk"] <= TARGETS["combined_over_bsk"],
             )
-        cs = data.get("combined_small_loops")
+        cs = data.get("combined_opted_out")
         if cs and "forward_over_basilisk" in cs:
             add(
-                "... with XLA small-loop hoisting (`combined_small_loops`)",
+                f"... opted out of small-loop hoisting (`{OPT_OUT}`, `combined_opted_out`)",
                 f"{f(cs['forward_over_basilisk'])} ({f(cs['forward_us_per_step'])} vs "
                 f"{f(cs['basilisk_us_per_step'])} us/step); gradient "
-                f"{f(cs['reverse_over_forward'])}x, one tangent {f(cs['jvp_over_forward'])}x "
-                "forward",
+                f"{f(cs['reverse_over_forward'])}x ({f(cs['reverse_s'] * 1e3)} ms, first call "
+                f"{f(cs.get('reverse_first_call_s'))} s), one tangent "
+                f"{f(cs['jvp_over_forward'])}x forward",
                 "",
-                "<= 0.08",
-                cs["forward_over_basilisk"] <= TARGETS["combined_over_bsk"],
+                "",
+                None,
             )
         add(
             "forward mode on the RK4 path, one tangent / forward",
@@ -898,6 +922,7 @@ def issue_table(data: dict) -> list[dict]:
 def to_markdown(data: dict) -> str:
     f = cm.fmt
     env = data["environment"]
+    loops = data.get("small_loops", {})
     lines = [
         f"# {TITLE}",
         "",
@@ -908,6 +933,11 @@ def to_markdown(data: dict) -> str:
         + (" **quick run (smoke test)**" if data.get("quick") else "")
         + ".",
         "",
+        f"XLA small-loop hoisting (`jaxsim.small_loops()`, on by default): threshold "
+        f"{loops.get('threshold')} bytes, in effect: {loops.get('effective')} "
+        f"({loops.get('reason', '-')}). The `*_opted_out` rows and compile cases run with "
+        f"`{OPT_OUT}`.",
+        "",
         "## Issue 27's table",
         "",
         "| figure | jaxsim | anchor | target | met |",
@@ -917,13 +947,13 @@ def to_markdown(data: dict) -> str:
         met = {None: "", True: "yes", False: "no"}[r["met"]]
         lines.append(f"| {r['figure']} | {r['jaxsim']} | {r['anchor']} | {r['target']} | {met} |")
     lines.append("")
-    for key in ("forward", "forward_small_loops"):
+    for key in ("forward", "forward_opted_out"):
         if key not in data:
             continue
         fw = data[key]
         title = "J2 LEO, one day, Dopri8, forward"
-        if key == "forward_small_loops":
-            title += f" (child process, `XLA_FLAGS={fw.get('xla_flags')}`)"
+        if key == "forward_opted_out":
+            title += f" (child process, `{OPT_OUT}`: no small-loop hoisting)"
         lines += [f"## {title}", "",
                   "| path | run [ms] | us / step | steps | rejected | error [m] | / heyoka at equal "
                   "error |", "|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -945,13 +975,13 @@ def to_markdown(data: dict) -> str:
             f"hoisting): {fw.get('lean jit', {}).get('small_loop_hoisted')}.",
             "",
         ]
-    for key in ("stm", "stm_small_loops"):
+    for key in ("stm", "stm_opted_out"):
         if key not in data:
             continue
         s = data[key]
         title = "6x6 state transition matrix"
-        if key == "stm_small_loops":
-            title += f" (child process, `XLA_FLAGS={s.get('xla_flags')}`)"
+        if key == "stm_opted_out":
+            title += f" (child process, `{OPT_OUT}`: no small-loop hoisting)"
         lines += [f"## {title}", "",
                   "`lean`, `diffrax`: `jax.jacfwd` with `adjoint=diffrax.ForwardMode()` (the "
                   "derivative of the state-controlled discretisation); `lean sensitivity`: "
@@ -996,11 +1026,11 @@ def to_markdown(data: dict) -> str:
             f"{f(g['lean_reverse_vs_forward_rel'])}.",
             "",
         ]
-    for key in ("combined", "combined_small_loops"):
+    for key in ("combined", "combined_opted_out"):
         if key not in data:
             continue
         c = data[key]
-        flag = f" (child process, `XLA_FLAGS={c.get('xla_flags')}`)" if "xla_flags" in c else ""
+        flag = f" (child process, `{OPT_OUT}`: no small-loop hoisting)" if "opted_out" in c else ""
         lines += [
             f"## `combined` spacecraft, RK4 0.1 s, {f(c['horizon_s'])} s "
             f"({c['num_steps']} steps), {c['n_parameters']} parameters{flag}",
@@ -1063,7 +1093,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.inner = 1, 1
-    if args.child:  # `*_small_loops`: the row as JSON on stdout
+    if args.child:  # `*_opted_out`: the row as JSON on stdout
         global _INNER
         _INNER = args.inner
         fn = {"forward": forward_row, "stm": stm_row, "combined": combined_row}[args.child]

@@ -160,7 +160,7 @@ def apply() -> None:
     _state.update(
         threshold=threshold,
         requested=True,
-        reason=f"set by jaxsim at import ({ENV}=0 opts out)",
+        reason=f"set by jaxsim at import; {ENV}=0 opts out",
     )
 
 
