@@ -33,6 +33,9 @@ SAMPLE_REL_TOL = 1e-10
 # Event time (apoapsis crossing) at rtol 1e-12 through the interpolant and diffrax's root
 # finder: measured 6.8e-13 (Dopri8: 3.3e-12).
 EVENT_TIME_TOL = 1e-10
+# Looped vs unrolled stages (sums in another order) at rtol 1e-10, a = 1: a flipped step
+# decision moves a sample by ~rtol; 100 x rtol (measured 2.2e-13, same 29/10 steps).
+LOOP_STATE_TOL = 1e-8
 # Gradient vs central differences (relative step FD_STEP), as in tests/test_adaptive_core.py.
 GRAD_REL_TOL = 1e-6
 FD_STEP = 1e-6
@@ -257,3 +260,16 @@ def test_event_located_through_the_interpolant():
         events=(cross,), max_events=1, outputs=False,
     )  # fmt: skip
     assert abs(float(sol.t_final) - math.pi) <= EVENT_TIME_TOL, float(sol.t_final)
+
+
+def test_stage_loop_equals_unrolled_stages():
+    # `unrolled=False`: the 17 stages in a loop and the interpolant's 4 appended to the stacked
+    # stages; same steps, samples equal to round-off.
+    model = PlanarKepler(jnp.asarray(1.0))
+    ts = np.linspace(0.0, 2 * math.pi, 9)
+    kw = dict(ts=ts, rtol=1e-10, atol=1e-10, outputs=False)
+    a = js.simulate(model, model.init_state(), solver=js.Verner9(), **kw)
+    b = js.simulate(model, model.init_state(), solver=js.Verner9(unrolled=False), **kw)
+    for key in ("num_steps", "num_rejected_steps"):
+        assert abs(int(a.stats[key]) - int(b.stats[key])) <= 1, key
+    np.testing.assert_allclose(np.asarray(a.ys["r"]), np.asarray(b.ys["r"]), atol=LOOP_STATE_TOL)
