@@ -40,10 +40,11 @@ from typing import NamedTuple
 ENV = "JAXSIM_SMALL_LOOPS"
 OPTION = "xla_cpu_small_while_loop_byte_threshold"
 EXTRA = "--xla_backend_extra_options"
-# Bytes one loop iteration may access to be compiled as one function. 1 MB hoists every step loop
-# measured (the J2 Dopri8 loop, the `combined` spacecraft's RK4 loop and its reverse pass, clocked
-# runs, vmapped batches of 64); smaller values (16 kB, 64 kB, 256 kB) hoisted the inner loops of
-# the `combined` gradient but not the loop around them, which ran slower than with no hoisting.
+# Bytes one loop iteration may access to be compiled as one function. 1 MB hoists the step loops
+# measured (the J2 Dopri8 loop, the `combined` spacecraft's RK4 loop and its whole reverse pass, a
+# clocked slew); 16 kB and 64 kB hoisted the inner loops of the `combined` gradient but not the
+# loop around them, and that gradient then ran slower than with no hoisting (395 and 541 ms
+# against 251 ms; 82 ms at 256 kB and 97 ms at 1 MB, where its whole backward pass is hoisted).
 DEFAULT_THRESHOLD = 1_000_000
 # A loop one iteration of which accesses about 4-8 kB (above XLA's default threshold, 1 kB, far
 # below `DEFAULT_THRESHOLD`): `small_loops()` compiles it and looks for the hoisted call.
