@@ -900,9 +900,10 @@ def _step_states(pair, unrolled, f, step_map, theta, tp, tn, y, dense=True):
 def _staged_step_vjp(pair, unrolled: bool) -> bool:
     """Whether `DiscreteAdjoint`'s backward pass takes one step's VJP stage by stage
     (`_staged_backward`: a loop over the stages, one drift VJP each) rather than `jax.vjp` of the
-    step with its stages written out: always for looped stages (`unrolled=False`), and for
-    unrolled ones when XLA compiles loops whole (`jaxsim._compile.loops_hoisted`, jaxsim's default
-    on the CPU) and the pair's dense output takes no extra stages.
+    step with its stages written out: for looped stages (`unrolled=False`), and for unrolled ones
+    when XLA compiles loops whole (`jaxsim._compile.loops_hoisted`, jaxsim's default on the CPU);
+    never when the pair's dense output takes extra stages (`Verner9`: `jax.vjp` of the step takes
+    them with it, the staged loop has only the step's own).
 
     Measured: looped stages halve the `combined` spacecraft's Tsit5 gradient (docs/gradients.md).
     For Dopri8's unrolled stages on the J2 orbit, the staged loop is 5x slower than the written-out
@@ -910,9 +911,9 @@ def _staged_step_vjp(pair, unrolled: bool) -> bool:
     hoisted both run in the same time (50-parameter gradient 4.0 vs 4.1 ms best, ratio 0.93-1.03,
     alternated) and the gradient program is 38 % smaller (J2 1 h: 2298 vs 3692 lines of HLO), its
     first call 2.1-2.6x faster (4.3-4.5 vs 9.5-11.6 s at load 5-7; `benchmarks/bench_compile.py`)."""
-    if not unrolled:
-        return True
-    return loops_hoisted() and not getattr(pair, "dense", ())
+    if getattr(pair, "dense", ()):
+        return False
+    return not unrolled or loops_hoisted()
 
 
 def _dense_a(pair) -> np.ndarray:

@@ -231,19 +231,21 @@ def test_samples_between_steps_match_keplers_equation():
         assert np.linalg.norm(r - kepler_state(t)[:2]) <= SAMPLE_REL_TOL, t
 
 
-def _sampled_r2(mu):
+def _sampled_r2(mu, unrolled=True):
     model = PlanarKepler(mu)
     sol = js.simulate(
-        model, model.init_state(), ts=jnp.asarray([0.5, 1.7, 2.9]), solver=js.Verner9(),
-        rtol=1e-10, atol=1e-10, outputs=False,
+        model, model.init_state(), ts=jnp.asarray([0.5, 1.7, 2.9]),
+        solver=js.Verner9(unrolled=unrolled), rtol=1e-10, atol=1e-10, outputs=False,
     )  # fmt: skip
     return jnp.sum(sol.ys["r"] ** 2)
 
 
-def test_gradient_through_samples_matches_central_differences():
+@pytest.mark.parametrize("unrolled", [True, False], ids=["unrolled", "looped"])
+def test_gradient_through_samples_matches_central_differences(unrolled):
     # Reverse mode (the default discrete adjoint) through the interpolant's extra stages.
-    g = float(jax.jit(jax.grad(_sampled_r2))(jnp.asarray(1.0)))
-    value = jax.jit(_sampled_r2)
+    fn = functools.partial(_sampled_r2, unrolled=unrolled)
+    g = float(jax.jit(jax.grad(fn))(jnp.asarray(1.0)))
+    value = jax.jit(fn)
     fd = float(value(jnp.asarray(1.0 + FD_STEP))) - float(value(jnp.asarray(1.0 - FD_STEP)))
     fd /= 2 * FD_STEP
     assert abs(g) > 0.1
