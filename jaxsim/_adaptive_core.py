@@ -249,6 +249,18 @@ _next_after.defjvp(lambda primals, tangents: (_next_after(*primals), tangents[0]
 _prev_before.defjvp(lambda primals, tangents: (_prev_before(*primals), tangents[0]))
 
 
+# `n` floats down (`_prev_before` n times) in one custom_jvp: traced once, where n separate ones
+# took a fifth of the trace of a Dopri8 gradient program (each custom_jvp is traced with its rule).
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _ulps_before(x, n: int):
+    for _ in range(n):
+        x = jnp.nextafter(x, -jnp.inf)
+    return x
+
+
+_ulps_before.defjvp(lambda n, primals, tangents: (_ulps_before(primals[0], n), tangents[0]))
+
+
 class _State(eqx.Module):
     tprev: jax.Array
     tnext: jax.Array
@@ -321,9 +333,7 @@ def integrate(
         counts0 = {} if counts0 is None else counts0
         zero_counts = jtu.tree_map(jnp.zeros_like, counts0)
         step_map = lambda t, y: (y, zero_counts)  # noqa: E731
-    t1_floor = t1
-    for _ in range(_END_ULPS):
-        t1_floor = _prev_before(t1_floor)
+    t1_floor = _ulps_before(t1, _END_ULPS)
     jumps = np.sort(np.asarray(jump_ts, dtype=float)) if len(jump_ts) else None
     inv_order = 1.0 / pair.order
 

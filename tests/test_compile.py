@@ -76,6 +76,25 @@ def test_nested_and_top_level_calls_agree():
     assert js.jit(_final).lower(2.0).compile()(2.0) == pytest.approx(float(top), rel=1e-12)
 
 
+def test_inside_a_jit_entry_points_are_traced_in_place():
+    """Under a jit (and transformations staged into one) jaxsim's entry points are traced into
+    the enclosing program, not as nested jits (a nested jit traced a custom_vjp's primal and its
+    forward pass both); outside one (eager grad, vmap) they stay jitted."""
+    seen = []
+
+    def probe(x):
+        seen.append(_compile._inside_jit())
+        return x
+
+    jax.jit(probe)(1.0)
+    jax.jit(jax.grad(probe))(1.0)
+    jax.jit(jax.vmap(probe))(jnp.ones(2))
+    jax.grad(probe)(1.0)
+    jax.vmap(probe)(jnp.ones(2))
+    assert seen == [True, True, True, False, False]
+    assert "_run_fixed" not in jax.jit(_final).lower(2.0).as_text()
+
+
 # --------------------------------------------------------------------------------------------------
 # Compiles: sweeps over tolerances compile once; recompiles of one shape warn; programs bounded
 

@@ -92,3 +92,15 @@ def test_looped_stages_always_staged(monkeypatch):
 def test_loops_hoisted_reads_the_threshold_from_xla_flags(monkeypatch, flags, expected):
     monkeypatch.setenv("XLA_FLAGS", flags)
     assert _compile.loops_hoisted() is (expected and jax.default_backend() == "cpu")
+
+
+def test_ulps_below_t1_in_one_custom_jvp():
+    """The end-of-run guard `t1` minus 100 ulps, traced as one function: the same float as 100
+    separate steps down, differentiated as the identity."""
+    t1 = jnp.asarray(3600.0)
+    want = t1
+    for _ in range(core._END_ULPS):
+        want = core._prev_before(want)
+    got = core._ulps_before(t1, core._END_ULPS)
+    assert float(got) == float(want) < 3600.0
+    assert float(jax.grad(lambda t: core._ulps_before(t, core._END_ULPS))(t1)) == 1.0
