@@ -31,9 +31,10 @@ The same rules as diffrax's controller give the same steps: measured step counts
 on the J2 orbit, a Kepler e = 0.7 orbit and the spacecraft (`tests/test_adaptive_core.py`).
 
 **Dense output** for samples `ts`: the pair's own interpolant (diffrax's interpolation classes:
-Tsitouras's for Tsit5, Shampine's for Dopri5, the 7th-order one of Dopri8), evaluated inside the
-step that contains each sample; samples do not cut steps. Events and clocks stay on diffrax
-(`jaxsim._clocked`).
+Tsitouras's for Tsit5, Shampine's for Dopri5, the 7th-order one of Dopri8; Verner's 8th-order
+one for Verner9, whose 4 extra stages are evaluated only in a step that holds a sample), evaluated
+inside the step that contains each sample; samples do not cut steps. Events and clocks stay on
+diffrax (`jaxsim._clocked`).
 
 **Stages.** `unrolled=True` on the solver (default for `Dopri8`) writes the stages out at trace
 time (the drift traced once per stage: the fastest step for small drifts); `unrolled=False`
