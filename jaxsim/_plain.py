@@ -16,7 +16,7 @@ from ._compile import jit as jaxsim_jit
 from ._diffrax_core import DiffraxSegments, _stages
 from ._fixed_grid import chunked_drift, scan_grid
 from ._solution import check_finite, finish, make_stats, solve_outcome
-from ._solvers import AbstractFixedStepSolver
+from ._solvers import AbstractFixedStepSolver, _is_chain
 
 
 class _DiffraxFixed(AbstractFixedStepSolver):
@@ -52,6 +52,16 @@ class _FixedConfig:
     throw: bool
 
 
+def _stages_remat(solver) -> bool:
+    """Whether `solver.step` keeps only its stages' inputs for reverse mode (the chain step of
+    `RK2`/`RK4`, `jaxsim._solvers._chain_step`, whose drift is rematerialized)."""
+    return (
+        type(solver).step is AbstractFixedStepSolver.step
+        and solver.num_stages > 1
+        and _is_chain(solver.a)
+    )
+
+
 @jaxsim_jit
 def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig, progress=None, times=None):
     # `times`: `(t0, dt)` as run-time inputs (free times, `jaxsim._free_time`), else the
@@ -60,8 +70,9 @@ def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig, progress=None,
     drift = chunked_drift(model, args)
     advance = lambda n, t, y, extra, inputs: solver.step(drift, t, y, dt, None)
     ys, counts = scan_grid(
-        model, y0, config.seg, dt, t0, config.checkpoint, advance, progress=progress
-    )
+        model, y0, config.seg, dt, t0, config.checkpoint, advance, progress=progress,
+        stages_remat=_stages_remat(solver),
+    )  # fmt: skip
     ys, result, t_final = check_finite(ts, ys, config.throw, "fixed-step")
     n_steps = int(np.sum(config.seg))
     stats = make_stats(n_steps, n_steps * solver.num_stages, jtu.tree_map(lambda c: c[-1], counts))
