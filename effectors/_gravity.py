@@ -289,20 +289,19 @@ def _pines_coefficients(L):
 def _pines_acceleration(x, mu, radius, C, S, L):
     n1, n2, diag, sub, q1, q2 = _pines_coefficients(L)
     r = jnp.sqrt(dot3(x, x))
-    s, t, u = x[0] / r, x[1] / r, x[2] / r
+    s, t, u = jnp.unstack(x / r)
     # Derived Legendre functions A[l, m], l <= L+1, padded to L+3 columns so that A[l, m+1] exists.
-    rows = [jnp.zeros(L + 3).at[0].set(1.0)]
+    # Each row is concatenated from its parts (static splits, no indexed updates): no scatter or
+    # gather in the drift or its derivatives.
+    rows = [jnp.asarray(np.eye(1, L + 3))[0]]
     for l in range(1, L + 2):
-        prev = rows[l - 1]
-        row = jnp.zeros(L + 3)
+        head, diag_prev, _ = jnp.split(rows[l - 1], [l - 1, l])
+        all_ = diag[l] * diag_prev
+        parts = [u * sub[l] * all_, all_, jnp.zeros(L + 3 - (l + 1))]
         if l >= 2:
-            prev2 = rows[l - 2]
-            m = np.arange(l - 1)
-            row = row.at[m].set(u * n1[l, m] * prev[m] - n2[l, m] * prev2[m])
-        all_ = diag[l] * prev[l - 1]
-        row = row.at[l].set(all_)
-        row = row.at[l - 1].set(u * sub[l] * all_)
-        rows.append(row)
+            head2 = jnp.split(rows[l - 2], [l - 1])[0]
+            parts.insert(0, u * n1[l, : l - 1] * head - n2[l, : l - 1] * head2)
+        rows.append(jnp.concatenate(parts))
     A = jnp.stack(rows)
     # Real and imaginary parts of (s + i t)^m, m = 0..L; index -1 (R_{m-1} at m = 0) is zero.
     Rm, Im = [jnp.ones(())], [jnp.zeros(())]

@@ -177,15 +177,15 @@ class HingedRigidBodies(CommandedRotaryJoints, AttachmentHost, KinematicsStateEf
     def _kinematics(self, x):
         theta, thetaDot = x["theta"], x["thetaDot"]
         dcm_SB = mm3(euler_axis_rotation(2, theta), self.dcm_HB)
-        s1, s2, s3 = dcm_SB[:, 0], dcm_SB[:, 1], dcm_SB[:, 2]
+        s1, s2, s3 = jnp.unstack(dcm_SB, axis=1)
         d = self.d[:, None]
         r_SB = self.r_HB_B - d * s1
         rPrime_SB = (self.d * thetaDot)[:, None] * s3
         return dcm_SB, s1, s2, s3, r_SB, rPrime_SB
 
     def _principal(self):
-        I = self.IPntS_S
-        return I[:, 0, 0], I[:, 1, 1], I[:, 2, 2]
+        """$I_{s1}, I_{s2}, I_{s3}$, each `(n,)` (unstacked: see `jaxsim.kinematics`' notes)."""
+        return jnp.unstack(jnp.sum(self.IPntS_S * jnp.eye(3), axis=-1), axis=-1)
 
     def _inputs(self, ctx):
         return self.drive.inputs(ctx.t, ctx.args, self.name)
@@ -277,7 +277,7 @@ class HingedRigidBodies(CommandedRotaryJoints, AttachmentHost, KinematicsStateEf
         dcm_SB, s1, s2, s3, r_SB, rPrime_SB = kin
         thetaDot = x["thetaDot"]
         m, d = self.mass, self.d
-        Is2 = self.IPntS_S[:, 1, 1]
+        _, Is2, _ = self._principal()
         omega = jnp.broadcast_to(ctx.omega_BN_B, s1.shape)
         md = (m * d)[:, None]
         f = Is2[:, None] * s2 + md * cross3(r_SB, s3)

@@ -56,14 +56,8 @@ class JointRows(eqx.Module):
     def back_sub(self) -> BackSub:
         """These rows' back-substitution terms, summed (as one effector alone would give them)."""
         M, v = assemble(self.cols(), self.rows(), self.c)
-        return BackSub(
-            A=M[:3, :3],
-            B=M[:3, 3:],
-            C=M[3:, :3],
-            D=M[3:, 3:],
-            v_trans=self.v_trans + v[:3],
-            v_rot=self.v_rot + v[3:],
-        )
+        bs = blocks(M, v)
+        return BackSub(bs.A, bs.B, bs.C, bs.D, self.v_trans + bs.v_trans, self.v_rot + bs.v_rot)
 
     def cols(self) -> Float[Array, "n 6"]:
         r"""$[\mathbf p_j^T\ \mathbf q_j^T]$ per row."""
@@ -98,6 +92,16 @@ def assemble(cols, rows, c):
     M = jnp.sum(cols[:, :, None] * rows[:, None, :], axis=0)
     v = -jnp.sum(cols * c[:, None], axis=0)
     return M, v
+
+
+def blocks(M, v) -> BackSub:
+    r"""The `BackSub` of a $6\times6$ block `M` and a 6-vector `v` (translational part first).
+
+    The blocks come from `jnp.split`, whose transpose in reverse mode is one concatenation; an
+    indexed block transposes into a zero-padded copy of `M`, a kernel of its own on the CPU."""
+    (top, bottom), (v_trans, v_rot) = jnp.split(M, 2, axis=0), jnp.split(v, 2)
+    (A, B), (C, D) = jnp.split(top, 2, axis=1), jnp.split(bottom, 2, axis=1)
+    return BackSub(A=A, B=B, C=C, D=D, v_trans=v_trans, v_rot=v_rot)
 
 
 def accelerations(rows, c, acc6):

@@ -341,7 +341,7 @@ class Spacecraft(AbstractDynamicObject):
         c_prime = (mp.first_moment_prime - m_dot * c) * inv_m
         c_dot = _retained_c_prime(mp, c) + cross3(omega, c)
         # Products sharing a matrix in one reduction each (a kernel per reduction on the CPU).
-        c_N, c_dot_N = mv3(dcm_BN.T, jnp.stack([c, c_dot]))
+        c_N, c_dot_N = jnp.unstack(mv3(dcm_BN.T, jnp.stack([c, c_dot])))
         r_CN_N = hub["r_BN_N"] + c_N
         v_CN_N = hub["v_BN_N"] + c_dot_N
         g_N, r_origin, v_origin = jnp.zeros(3), jnp.zeros(3), jnp.zeros(3)
@@ -397,7 +397,7 @@ class Spacecraft(AbstractDynamicObject):
         batched product each, whatever the number and kinds of those effectors."""
         omega, c, cp, m = ctx.omega_BN_B, ctx.c_B, ctx.cPrime_B, ctx.m_sc
         ct = tilde(c)
-        I_omega, Iprime_omega = mv3(jnp.stack([ctx.ISC_B, ctx.ISCPrime_B]), omega)
+        I_omega, Iprime_omega = jnp.unstack(mv3(jnp.stack([ctx.ISC_B, ctx.ISCPrime_B]), omega))
         bs = BackSub(
             A=m * jnp.eye(3),
             B=-m * ct,
@@ -416,12 +416,9 @@ class Spacecraft(AbstractDynamicObject):
         if joint:
             cols, rows, c_q, v0, offsets = joints.stack([p.rows for p in joint])
             M, v = joints.assemble(cols, rows, c_q)
-            v = v + v0
-            bs = bs + BackSub(
-                A=M[:3, :3], B=M[:3, 3:], C=M[3:, :3], D=M[3:, 3:], v_trans=v[:3], v_rot=v[3:]
-            )
+            bs = bs + joints.blocks(M, v + v0)
         ft = self.loads(ctx)
-        F_g_B, F_N_B = mv3(ctx.dcm_BN, jnp.stack([m * ctx.g_N, ft.force_N]))
+        F_g_B, F_N_B = jnp.unstack(mv3(ctx.dcm_BN, jnp.stack([m * ctx.g_N, ft.force_N])))
         v_trans = bs.v_trans + F_g_B + F_N_B + ft.force_B
         v_rot = bs.v_rot + cross3(c, F_g_B) + ft.torque_B
         A_inv = inv3(bs.A)
@@ -430,11 +427,11 @@ class Spacecraft(AbstractDynamicObject):
         rDDot_B = mv3(A_inv, v_trans - mv3(bs.B, omega_dot))
         if joint:
             qDDot = joints.accelerations(rows, c_q, jnp.concatenate([rDDot_B, omega_dot]))
-        derivatives, k = [], 0
+            qDDot = iter(jnp.split(qDDot, offsets[1:-1]))
+        derivatives = []
         for part in parts:
             if isinstance(part, JointContribution):
-                derivatives.append(part.derivative(qDDot[offsets[k] : offsets[k + 1]]))
-                k += 1
+                derivatives.append(part.derivative(next(qDDot)))
             else:
                 derivatives.append(part.derivative(rDDot_B, omega_dot))
         return rDDot_B, omega_dot, derivatives

@@ -196,9 +196,8 @@ class HubContext(eqx.Module):
     def IC_B(self):
         r"""Composite inertia about $C$: $[I_{sc,B}] - m_{sc}[\tilde c][\tilde c]^T$."""
         c = self.c_B
-        return self.ISC_B - self.m_sc * (
-            (c[0] ** 2 + c[1] ** 2 + c[2] ** 2) * jnp.eye(3) - c[:, None] * c[None, :]
-        )
+        c2 = jnp.sum(c * c, axis=-1)  # not c[0] ** 2 + ...: indexing costs kernels in reverse mode
+        return self.ISC_B - self.m_sc * (c2 * jnp.eye(3) - c[:, None] * c[None, :])
 
 
 def supplied(ctx, name):
