@@ -34,8 +34,16 @@ def test_counter_on_a_small_spacecraft_and_loop_bodies():
         return jax.lax.fori_loop(0, n, lambda i, v: m.drift(0.0, v, None), y)
 
     looped = bf.count_kernels(loop, sc, y0, 3)
-    assert looped["other"].get("while") == 1
-    assert looped["kernels"] >= drift["kernels"] - 2
+    import jaxsim as js
+
+    if js.small_loops().effective:
+        # jaxsim's default: XLA compiles this small loop as one function (docs/engine.md, "Loop
+        # speed on the CPU"): one `call` runs at kernel level and no `while` (the loop-invariant
+        # part of the body stays outside it, as kernels).
+        assert looped["other"].get("call") == 1 and "while" not in looped["other"]
+    else:  # JAXSIM_SMALL_LOOPS=0: the loop's body runs kernel by kernel
+        assert looped["other"].get("while") == 1
+        assert looped["kernels"] >= drift["kernels"] - 2
 
 
 def test_kernel_check_line():
