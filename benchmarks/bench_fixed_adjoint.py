@@ -1,22 +1,28 @@
 """Benchmark: derivatives of the fixed-step path on the `combined` spacecraft, and their floors.
 
 The run: `effectors.scenarios.combined()` (hub + 3 wheels + 2 damped panels + gravity + gravity
-gradient + torque), classical RK4 at 0.1 s, final state only (`outputs=False`), over a short horizon
-(60 s, 600 steps; the cost per step does not depend on the horizon). The scalar is the sum of the
-final attitude and rate. Measured, alternating the programs round by round in one process:
+gradient + torque), classical RK4 at 0.1 s, final state only (`outputs=False`), over issue 27's
+horizon (600 s, 6,000 steps). The scalar is the sum of the final attitude and rate. Measured,
+alternating the programs round by round in one process:
 
-- forward, `jax.grad` (reverse mode, all 153 spacecraft parameters, the default `checkpoint=True`),
+- forward, `jax.grad` (reverse mode, all 153 spacecraft parameters): the default
+  (`checkpoint=True`; with XLA's loops compiled whole, a run whose stage inputs fit in
+  `jaxsim._fixed_grid.STORE_BYTES` stores them all, as this one does), the same past that budget
+  (`STORE_BYTES` set to 0 while tracing: checkpointed sub-blocks) and `checkpoint=False`;
   `jax.jvp` with one tangent, and `jax.jacfwd` of the final rate w.r.t. 3 parameters (3 tangents);
   wall time (fastest call of a round) and the process CPU time of the same calls (on a loaded
   machine the CPU time is the steadier figure);
-- the floors that bound them: 2,400 evaluations (600 steps x 4 stages) of the spacecraft drift in a
-  `lax.scan`, of its JVP and of its VJP (each with the drift's forward pass), and 600 VJPs of one
-  whole RK4 step (`jaxsim._solvers` stage loop, as the backward pass uses it);
+- the floors that bound them: 4 evaluations per step of the spacecraft drift in a `lax.scan`, of
+  its JVP, of its VJP w.r.t. the state only and w.r.t. state and parameters (each with the drift's
+  forward pass), and one VJP of one whole RK4 step per step (`jaxsim._solvers` stage loop, as the
+  backward pass uses it);
 - the first gradient in a fresh process (import, model, trace, compile, run), in a subprocess.
 
-Ratios are medians over rounds of the per-round ratio to the forward run.
+Ratios are medians over rounds of the per-round ratio to the forward run. Both configurations are
+measured: XLA's small-loop hoisting on (jaxsim's default) in this process, off
+(`JAXSIM_SMALL_LOOPS=0`) in a child process.
 
-Run: `python -m benchmarks.bench_fixed_adjoint [--quick]` (writes
+Run: `python -m benchmarks.bench_fixed_adjoint [--quick] [--horizon S]` (writes
 `benchmarks/results/fixed_adjoint.json`, `.md`).
 """
 
@@ -38,7 +44,7 @@ from benchmarks import _common as cm
 
 NAME = "fixed_adjoint"
 TITLE = "Fixed-step derivatives of the `combined` spacecraft (RK4 0.1 s): costs and floors"
-HORIZON = 60.0  # [s]
+HORIZON = 600.0  # [s]
 DT = 0.1  # [s]
 
 # The first gradient in a fresh process (no persistent compilation cache).
@@ -70,17 +76,28 @@ def _programs(t1):
 
     import jaxsim as js
     from effectors.scenarios import combined
+    from jaxsim import _fixed_grid
 
     sc, y0, _ = combined()
     params, static = eqx.partition(sc, eqx.is_inexact_array)
 
-    def final(p):
-        sol = js.simulate(eqx.combine(p, static), y0, t1, dt=DT, outputs=False)
+    def final(p, checkpoint=True):
+        sol = js.simulate(
+            eqx.combine(p, static), y0, t1, dt=DT, outputs=False, checkpoint=checkpoint
+        )
         return sol.ys["hub"]
 
-    def scalar(p):
-        hub = final(p)
+    def scalar(p, checkpoint=True):
+        hub = final(p, checkpoint)
         return jnp.sum(hub["sigma_BN"][-1]) + jnp.sum(hub["omega_BN_B"][-1])
+
+    def blocked(p):
+        # Traced with no stored-stage budget: the checkpointed sub-blocks of a longer run.
+        budget, _fixed_grid.STORE_BYTES = _fixed_grid.STORE_BYTES, 0
+        try:
+            return scalar(p)
+        finally:
+            _fixed_grid.STORE_BYTES = budget
 
     tangent = jtu.tree_map(lambda x: 1e-3 * jnp.ones_like(x), params)
 
@@ -98,6 +115,8 @@ def _programs(t1):
     return params, {
         "forward": (js.jit(scalar), params),
         "reverse (jax.grad)": (js.jit(jax.grad(scalar)), params),
+        "reverse, past the store budget": (js.jit(jax.grad(blocked)), params),
+        "reverse, checkpoint=False": (js.jit(jax.grad(lambda p: scalar(p, False))), params),
         "jvp, 1 tangent": (js.jit(lambda p: jax.jvp(scalar, (p,), (tangent,))), params),
         "jacfwd, 3 parameters": (js.jit(jax.jacfwd(three)), q0),
     }
@@ -159,6 +178,15 @@ def _floors(n_steps):
         return jax.lax.scan(body, (0, v0, jnp.ones_like(v0)), None, length=evals)[0]
 
     @js.jit
+    def drift_state_vjps(p):
+        def body(c, _):
+            n, g = c
+            _, back = jax.vjp(lambda x: drift(p, n * DT, x), v0)
+            return (n + 1, g + 1e-3 * back(g)[0]), None
+
+        return jax.lax.scan(body, (0, jnp.ones_like(v0)), None, length=evals)[0]
+
+    @js.jit
     def drift_vjps(p):
         def body(c, _):
             n, g, gp = c
@@ -181,6 +209,7 @@ def _floors(n_steps):
     return {
         f"drift x {evals}": (drifts, params),
         f"drift JVP x {evals}": (drift_jvps, params),
+        f"drift VJP (state) x {evals}": (drift_state_vjps, params),
         f"drift VJP x {evals}": (drift_vjps, params),
         f"RK4 step VJP x {n_steps}": (step_vjps, params),
     }
@@ -210,13 +239,16 @@ def _cold(t1):
     return {"process_s": total, "first_call_s": first}
 
 
-def run(quick: bool = False) -> dict:
+def _measure(quick: bool, horizon: float) -> dict:
+    """Every program of this process (its XLA configuration), alternated round by round."""
     import jax
 
+    from jaxsim._compile import loops_hoisted
+
     rounds, calls = (3, 3) if quick else (5, 5)
-    n_steps = int(round(HORIZON / DT))
+    n_steps = int(round(horizon / DT))
     load0 = os.getloadavg()[0]
-    _, programs = _programs(HORIZON)
+    _, programs = _programs(horizon)
     programs.update(_floors(n_steps))
     compile_s = {}
     for name, (fn, arg) in programs.items():
@@ -245,15 +277,12 @@ def run(quick: bool = False) -> dict:
                 "base": "drift x 4n" if name.startswith("drift") else "forward",
             }
         )
-    cold = [_cold(HORIZON) for _ in range(1 if quick else 2)]
+    cold = [_cold(horizon) for _ in range(1 if quick else 2)]
     return {
-        "name": NAME,
-        "title": TITLE,
-        "environment": cm.environment(),
+        "loops_hoisted": loops_hoisted(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "load_before": load0,
         "load_after": os.getloadavg()[0],
-        "horizon_s": HORIZON,
-        "dt_s": DT,
         "n_steps": n_steps,
         "rounds": rounds,
         "calls_per_round": calls,
@@ -262,41 +291,94 @@ def run(quick: bool = False) -> dict:
     }
 
 
+def _child(quick: bool, horizon: float) -> dict:
+    """`_measure` in a child process with XLA's small-loop hoisting off (`JAXSIM_SMALL_LOOPS=0`)."""
+    import json
+
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_COMPILATION_CACHE_DIR")
+    }
+    env["JAXSIM_SMALL_LOOPS"] = "0"
+    cmd = [sys.executable, "-m", "benchmarks.bench_fixed_adjoint", "--child", "--horizon"]
+    cmd += [str(horizon)] + (["--quick"] if quick else [])
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, check=True)
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("JSON "))
+    return json.loads(line[5:])
+
+
+def run(quick: bool = False, horizon: float = HORIZON) -> dict:
+    configs = [_measure(quick, horizon), _child(quick, horizon)]
+    return {
+        "name": NAME,
+        "title": TITLE,
+        "environment": cm.environment(),
+        "horizon_s": horizon,
+        "dt_s": DT,
+        "configs": configs,
+    }
+
+
 def to_markdown(data: dict) -> str:
     env = data["environment"]
     f = cm.fmt
     md = [f"## {data['title']}", ""]
-    md.append(
-        f"jax {env['jax']} ({env['jax_backend']}), {env['cpu_count']} CPUs, 1-min load "
-        f"{data['load_before']:.1f} before / {data['load_after']:.1f} after, {env['time']}; "
-        f"{data['n_steps']} steps ({data['horizon_s']:.0f} s at {data['dt_s']} s), final state "
-        f"only. {data['rounds']} alternated rounds of {data['calls_per_round']} calls: times are "
-        "the fastest call, ratios the median per round (wall: elapsed; CPU: the process's CPU "
-        "time, steadier on a loaded machine)."
-    )
-    md += [
-        "",
-        "| program | first call [s] | wall [ms] | CPU [ms] | wall / base | CPU / base | base |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in data["rows"]:
+    for c in data["configs"]:
+        hoisting = "on (jaxsim's default)" if c["loops_hoisted"] else "off (`JAXSIM_SMALL_LOOPS=0`)"
+        md.append(f"### XLA small-loop hoisting {hoisting}")
+        md.append("")
         md.append(
-            f"| {r['program']} | {f(r['first_call_s'])} | {f(r['wall_ms'])} | {f(r['cpu_ms'])} | "
-            f"{f(r['wall_over_base'])} | {f(r['cpu_over_base'])} | {r['base']} |"
+            f"jax {env['jax']} ({env['jax_backend']}), {env['cpu_count']} CPUs, 1-min load "
+            f"{c['load_before']:.1f} before / {c['load_after']:.1f} after, {env['time']}; "
+            f"{c['n_steps']} steps ({data['horizon_s']:.0f} s at {data['dt_s']} s), final state "
+            f"only. {c['rounds']} alternated rounds of {c['calls_per_round']} calls: times are "
+            "the fastest call, ratios the median per round (wall: elapsed; CPU: the process's CPU "
+            "time, steadier on a loaded machine)."
         )
-    cold = data["cold_first_gradient"]
-    md += [
-        "",
-        "First gradient in a fresh process (import + model + trace + compile + run) / its first "
-        "call alone [s]: "
-        + ", ".join(f"{f(c['process_s'])} / {f(c['first_call_s'])}" for c in cold),
-    ]
+        md += [
+            "",
+            "| program | first call [s] | wall [ms] | CPU [ms] | wall / base | CPU / base | base |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in c["rows"]:
+            md.append(
+                f"| {r['program']} | {f(r['first_call_s'])} | {f(r['wall_ms'])} | "
+                f"{f(r['cpu_ms'])} | {f(r['wall_over_base'])} | {f(r['cpu_over_base'])} | "
+                f"{r['base']} |"
+            )
+        cold = c["cold_first_gradient"]
+        md += [
+            "",
+            "First gradient in a fresh process (import + model + trace + compile + run) / its "
+            "first call alone [s]: "
+            + ", ".join(f"{f(x['process_s'])} / {f(x['first_call_s'])}" for x in cold),
+            "",
+        ]
     return "\n".join(md)
 
 
 def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--child" in argv:
+        import argparse
+        import json
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--child", action="store_true")
+        parser.add_argument("--quick", action="store_true")
+        parser.add_argument("--horizon", type=float, default=HORIZON)
+        a = parser.parse_args(argv)
+        print("JSON " + json.dumps(_measure(a.quick, a.horizon)), flush=True)
+        return 0
     return cm.main(
-        NAME, TITLE, lambda a: run(quick=a.quick), to_markdown, argv, quick="fewer rounds"
+        NAME,
+        TITLE,
+        lambda a: run(quick=a.quick, horizon=a.horizon),
+        to_markdown,
+        argv,
+        quick="fewer rounds",
+        options=(("--horizon", {"type": float, "default": HORIZON, "help": "run length [s]"}),),
     )
 
 

@@ -52,14 +52,15 @@ class _FixedConfig:
     throw: bool
 
 
-def _stages_remat(solver) -> bool:
-    """Whether `solver.step` keeps only its stages' inputs for reverse mode (the chain step of
-    `RK2`/`RK4`, `jaxsim._solvers._chain_step`, whose drift is rematerialized)."""
-    return (
+def _stages_remat(solver) -> int:
+    """The stage inputs `solver.step` keeps for reverse mode when it keeps nothing else (the chain
+    step of `RK2`/`RK4`, `jaxsim._solvers._chain_step`, whose drift is rematerialized), else 0."""
+    chain = (
         type(solver).step is AbstractFixedStepSolver.step
         and solver.num_stages > 1
         and _is_chain(solver.a)
     )
+    return solver.num_stages if chain else 0
 
 
 @jaxsim_jit

@@ -6,7 +6,10 @@ The run: the `combined` spacecraft without its state effectors (hub with centre-
 point-mass gravity, gravity gradient, external torque; the MRP switch in the step map) for 13.4 s
 at 0.1 s, sampled every 6.7 s: two intervals of 67 steps, which the checkpointed driver cuts into
 four sub-blocks of 17 steps, the last padded with a masked step
-(`jaxsim._fixed_grid._checkpoint_levels`); the batched case samples the start and end only. The
+(`jaxsim._fixed_grid._checkpoint_levels`); the batched case samples the start and end only. With
+XLA's loops compiled whole (jaxsim's default) a run this short stores every step's stage inputs
+instead (`jaxsim._fixed_grid.STORE_BYTES`); the blocked path is checked with that budget set to 0,
+and the step-rematerializing path of runs without hoisting with `loops_hoisted` patched off. The
 differentiated scalar weighs every state component at every sample, so the samples' cotangents
 enter the backward pass; the parameters are every floating array of the spacecraft (mass, inertia,
 offsets, gravitational parameter, torque).
@@ -21,6 +24,7 @@ import pytest
 
 import jaxsim as js
 from effectors.scenarios import combined
+from jaxsim import _fixed_grid
 
 
 T1, DT, SAMPLE_DT = 13.4, 0.1, 6.7  # [s]
@@ -79,11 +83,48 @@ def reverse():
     return js.jit(jax.grad(_scalar))(PARAMS)
 
 
-def test_checkpointed_gradient_equals_plain(reverse):
-    """The default (checkpointed sub-blocks, padded) and `checkpoint=False` differentiate the same
-    steps."""
+def _with(patches, make):
+    # The driver reads these at trace time: a fresh trace (new function, caches cleared) each.
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in patches.items():
+            mp.setattr(_fixed_grid, name, value)
+        jax.clear_caches()
+        out = make()
+    jax.clear_caches()
+    return out
+
+
+def _gradient_with(**patches):
+    return _with(patches, lambda: js.jit(jax.grad(lambda p: _scalar(p)))(PARAMS))
+
+
+def _temp_bytes(checkpoint=True, **patches):
+    grad = jax.grad(lambda p: _scalar(p, checkpoint=checkpoint))
+    compiled = _with(patches, lambda: jax.jit(grad).lower(PARAMS).compile())
+    return compiled.memory_analysis().temp_size_in_bytes
+
+
+@pytest.mark.parametrize(
+    "patches",
+    [{"STORE_BYTES": 0}, {"loops_hoisted": lambda: False}],
+    ids=["blocked", "not-hoisted"],
+)
+def test_checkpointed_gradient_equals_plain(reverse, patches):
+    """The default (every stage input stored with hoisting on; checkpointed sub-blocks, padded,
+    otherwise) and `checkpoint=False` differentiate the same steps."""
     plain = js.jit(jax.grad(lambda p: _scalar(p, checkpoint=False)))(PARAMS)
     _assert_same(reverse, plain)
+    _assert_same(_gradient_with(**patches), plain)
+
+
+@pytest.mark.slow  # three gradient programs compiled
+@pytest.mark.skipif(not _fixed_grid.loops_hoisted(), reason="the budget applies to hoisted loops")
+def test_store_budget_chooses_memory():
+    """Within `STORE_BYTES` every stage input is stored (as `checkpoint=False`); past it the run is
+    checkpointed in blocks and its reverse-mode temporaries shrink."""
+    stored, blocked = _temp_bytes(), _temp_bytes(STORE_BYTES=0)
+    assert stored == _temp_bytes(checkpoint=False)
+    assert blocked < stored
 
 
 def test_gradient_matches_central_differences(reverse):
