@@ -16,6 +16,7 @@ argument is checked) and by `jaxsim.jit` (documented in `simulate`):
 
 from collections.abc import Mapping
 
+import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
@@ -177,15 +178,44 @@ def _leaf_name(arg: str, value, index: int) -> str:
     return f"`{arg}{jtu.keystr(path)}`"
 
 
-def _validity(model, y0, prefix=""):
+# The last `_validity` result of a traced `(model, y0)`, by their identity, read once more: a
+# `simulate` call reads the checks twice (refused at the call where concrete,
+# `jaxsim._request.check_physical`; kept in the program where traced, `jaxsim._validity`), and
+# under `jax.grad` each evaluation is linearized op by op (15 % of the `combined` spacecraft's
+# gradient trace).
+_last_validity: list = [None]
+
+
+def _validity(model, y0):
     """`{name: bool array}` of a model's physical checks (`model.validity(y0)`, an optional
     protocol of dynamic objects), a `System`'s objects' under their names."""
+    last, _last_validity[0] = _last_validity[0], None
+    if last is not None and last[0] is model and last[1] is y0:
+        return dict(last[2])
+    if all(is_concrete(x) for x in jtu.tree_leaves((model, y0))):
+        return _validity_of(model, y0, "")
+    # Traced: the checks are booleans, never differentiated; with the traced inputs' gradients
+    # stopped, `jax.grad` stages their operations without linearizing them.
+    stopped = jtu.tree_map(
+        lambda x: x if is_concrete(x) else jax.lax.stop_gradient(x), (model, y0)
+    )  # fmt: skip
+    out = _validity_of(*stopped, "")
+    _last_validity[0] = (model, y0, out)  # traced: immutable within this trace
+    return dict(out)
+
+
+def _validity_of(model, y0, prefix):
     out = {}
     if isinstance(model, System):
         for obj in model.objects:
             sub = y0.get(obj.name) if isinstance(y0, Mapping) else None
-            out.update(_validity(obj, sub, f"{prefix}{obj.name}."))
+            out.update(_validity_of(obj, sub, f"{prefix}{obj.name}."))
         return out
+    validity = getattr(model, "validity", None)
+    if callable(validity):
+        for k, v in validity(y0).items():
+            out[prefix + k] = v
+    return out
     validity = getattr(model, "validity", None)
     if callable(validity):
         for k, v in validity(y0).items():
