@@ -15,7 +15,9 @@ On the CPU, jaxsim compiles with
 
 The options apply to top-level calls of `simulate`, `run_batch` and the functions wrapped by
 `jaxsim.jit`, never to other JAX code in the process; on other backends nothing changes. Inside a
-user's `jax.jit`/`vmap`/`grad`, the outermost transformation decides how everything is compiled. Set the environment variable
+user's `jax.jit`/`vmap`/`grad`, the outermost transformation decides how everything is compiled
+(inside a `jit`, jaxsim's entry points are traced into that program directly, not as nested
+`jit`s, which traced `DiscreteAdjoint`'s step loop twice in a gradient). Set the environment variable
 `JAXSIM_XLA_DEFAULTS=1` (before the first compile) to use XLA's defaults. An option the installed
 jaxlib no longer knows (each is checked once, on a trivial program) is left out with a warning.
 
