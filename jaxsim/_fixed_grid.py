@@ -22,6 +22,7 @@ import numpy as np
 from ._compile import loops_hoisted
 from ._layout import StateLayout
 from ._solution import zeros_counts
+from ._solvers import AbstractFixedStepSolver, _is_chain
 from ._step_context import step_interval
 
 
@@ -157,15 +158,19 @@ def scan_grid(
     # is rematerialized there.
     # Stage inputs that fit in `STORE_BYTES` for the whole run are all stored: the backward pass
     # recomputes no sub-block (combined spacecraft, RK4, 6,000 steps, 3.3 MiB: 5.3 -> 4.2x the
-    # forward run).
+    # forward run). With `progress` the blocks stay, as loops not rematerialized (a report after
+    # each); without, the interval is one loop (the blocks' padding and loops cost about 5 %).
     layout = StateLayout.of(y0)
     hoisted = bool(stages_remat) and loops_hoisted()
+    remat = checkpoint
     if checkpoint and hoisted:
         state_bytes = sum(
             int(np.prod(jnp.shape(x))) * jnp.result_type(x).itemsize for x in jtu.tree_leaves(y0)
         )
-        checkpoint = int(seg.sum()) * (stages_remat + 1) * state_bytes > STORE_BYTES
-    remat_step = checkpoint and not hoisted
+        remat = int(seg.sum()) * (stages_remat + 1) * state_bytes > STORE_BYTES
+    remat_step = remat and not hoisted
+    maybe_remat = jax.checkpoint if remat else (lambda f: f)
+    blocks = remat or (checkpoint and progress is not None)
     step = jax.checkpoint(advance, prevent_cse=False) if remat_step else advance
 
     # The state is carried as one flat vector between steps (`jaxsim._layout`); the pytree is
@@ -201,7 +206,7 @@ def scan_grid(
         return jax.lax.scan(one_step, carry, (active, extra))[0]
 
     def levels_of(extra):
-        if not checkpoint:
+        if not blocks:
             return None
         per_step = jtu.tree_map(lambda e: e[0], extra)
         return _checkpoint_levels(length, _residual_cap(y0, per_step))
@@ -212,7 +217,7 @@ def scan_grid(
         if levels is None:
             active = None if uniform else jnp.arange(length) < seg_len
             whole = lambda c, a, e: steps(c, a, e, length)
-            carry = (jax.checkpoint(whole) if checkpoint else whole)(carry, active, extra)
+            carry = maybe_remat(whole)(carry, active, extra)
             if progress is not None:
                 progress(t0 + carry[0] * dt)
         else:
@@ -240,12 +245,12 @@ def scan_grid(
                 if per == 1:
                     c = steps(c, _first(xs[0]), _first(xs[1]), size)
                 else:
-                    c, _ = jax.lax.scan(jax.checkpoint(sub_block), c, xs, length=per)
+                    c, _ = jax.lax.scan(maybe_remat(sub_block), c, xs, length=per)
                 if progress is not None:
                     progress(t0 + c[0] * dt)
                 return c, None
 
-            block = jax.checkpoint(block_steps)
+            block = maybe_remat(block_steps)
             carry, _ = jax.lax.scan(block, carry, (active, extra), length=num)
         return carry, (carry[1], carry[2], pick(carry[3]))
 
@@ -264,6 +269,19 @@ def scan_grid(
     if aux0 is None:
         return ys, counts
     return ys, counts, aux_at, last[3]
+
+
+def stages_remat(solver) -> int:
+    """The stage inputs `solver.step` keeps for reverse mode when it keeps nothing else (the chain
+    step of `RK2`/`RK4`, `jaxsim._solvers._chain_step`, whose drift is rematerialized), else 0:
+    `scan_grid`'s `stages_remat`."""
+    chain = (
+        isinstance(solver, AbstractFixedStepSolver)
+        and type(solver).step is AbstractFixedStepSolver.step
+        and solver.num_stages > 1
+        and _is_chain(solver.a)
+    )
+    return solver.num_stages if chain else 0
 
 
 def _first(tree):

@@ -14,9 +14,9 @@ import numpy as np
 
 from ._compile import jit as jaxsim_jit
 from ._diffrax_core import DiffraxSegments, _stages
-from ._fixed_grid import chunked_drift, scan_grid
+from ._fixed_grid import chunked_drift, scan_grid, stages_remat
 from ._solution import check_finite, finish, make_stats, solve_outcome
-from ._solvers import AbstractFixedStepSolver, _is_chain
+from ._solvers import AbstractFixedStepSolver
 
 
 class _DiffraxFixed(AbstractFixedStepSolver):
@@ -52,17 +52,6 @@ class _FixedConfig:
     throw: bool
 
 
-def _stages_remat(solver) -> int:
-    """The stage inputs `solver.step` keeps for reverse mode when it keeps nothing else (the chain
-    step of `RK2`/`RK4`, `jaxsim._solvers._chain_step`, whose drift is rematerialized), else 0."""
-    chain = (
-        type(solver).step is AbstractFixedStepSolver.step
-        and solver.num_stages > 1
-        and _is_chain(solver.a)
-    )
-    return solver.num_stages if chain else 0
-
-
 @jaxsim_jit
 def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig, progress=None, times=None):
     # `times`: `(t0, dt)` as run-time inputs (free times, `jaxsim._free_time`), else the
@@ -72,7 +61,7 @@ def _run_fixed(model, y0, args, solver, ts, config: _FixedConfig, progress=None,
     advance = lambda n, t, y, extra, inputs: solver.step(drift, t, y, dt, None)
     ys, counts = scan_grid(
         model, y0, config.seg, dt, t0, config.checkpoint, advance, progress=progress,
-        stages_remat=_stages_remat(solver),
+        stages_remat=stages_remat(solver),
     )  # fmt: skip
     ys, result, t_final = check_finite(ts, ys, config.throw, "fixed-step")
     n_steps = int(np.sum(config.seg))

@@ -35,6 +35,9 @@ ROUNDOFF_RTOL = 1e-10
 # step (measured relative error: 2.2e-8 at 1e-3, 3.7e-8 at 1e-4, 1.4e-6 at 1e-5).
 FD_REL_STEP = 1e-3
 FD_RTOL = 2e-7
+# The stored path is `checkpoint=False`'s loop (with `progress`, its blocks' loops and padding
+# would add ~10 %: 95,560 vs 85,888 bytes measured).
+STORED_OVER_PLAIN = 1.25
 
 
 def _setup():
@@ -120,10 +123,11 @@ def test_checkpointed_gradient_equals_plain(reverse, patches):
 @pytest.mark.slow  # three gradient programs compiled
 @pytest.mark.skipif(not _fixed_grid.loops_hoisted(), reason="the budget applies to hoisted loops")
 def test_store_budget_chooses_memory():
-    """Within `STORE_BYTES` every stage input is stored (as `checkpoint=False`); past it the run is
-    checkpointed in blocks and its reverse-mode temporaries shrink."""
+    """Within `STORE_BYTES` every stage input is stored (about as `checkpoint=False`); past it the
+    run is checkpointed in blocks and its reverse-mode temporaries shrink."""
     stored, blocked = _temp_bytes(), _temp_bytes(STORE_BYTES=0)
-    assert stored == _temp_bytes(checkpoint=False)
+    plain = _temp_bytes(checkpoint=False)
+    assert plain <= stored <= STORED_OVER_PLAIN * plain
     assert blocked < stored
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._clocks import with_held
 from .._compile import jit as jaxsim_jit
-from .._fixed_grid import scan_grid
+from .._fixed_grid import scan_grid, stages_remat
 from .._host_checks import clocked_message
 from .._layout import StateLayout
 from .._results import RESULTS
@@ -135,7 +135,7 @@ def run_grid(model, models, y0, args, held0, ts, solver, grid, static):
     ys, cs, (zs, hs), (z_end, held_end, logs) = scan_grid(
         model, y0, grid.seg, dt, cfg.t0, cfg.checkpoint, advance,
         aux0=(z0, held0, logs0), before_step=before_step, sampled=lambda aux: aux[:2],
-        progress=static.progress,
+        progress=static.progress, stages_remat=stages_remat(solver),
     )  # fmt: skip
     if models and any(grid.final_due):
         # Ticks at t1 (after the last step): they only reach the clock logs.
