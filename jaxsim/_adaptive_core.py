@@ -942,29 +942,26 @@ def _staged_backward(pair, fth, th, tp, tn, args, y1bar, ksbar):
     separate vectors. On XLA's CPU runtime the written-out step's VJP cost about 3x this loop
     (the `combined` spacecraft, `docs/gradients.md`)."""
     s = pair.stages
-    amat = _dense_a(pair)
     bvec = np.asarray(pair.b, dtype=float)  # y1 = y + b @ ks, as `step_looped` forms it
     h = (tn - tp).astype(y1bar.dtype)
     times = jnp.stack([_stage_time(tp, tn, tn - tp, pair.c[i]) for i in range(s)])
-    zero = jnp.zeros_like(y1bar)
-    kbar = tuple(
-        (zero if ksbar is None else ksbar[j]) + (bvec[j] * y1bar if bvec[j] != 0.0 else zero)
-        for j in range(s)
-    )  # fmt: skip
+    # The stages as rows of one array, picked and updated by a traced index (one dynamic slice
+    # and one product per stage; the zero entries of `a` and `b` add exact zeros).
+    amat = jnp.asarray(_dense_a(pair), y1bar.dtype)
+    stages = jnp.stack(args)
+    kbar = jnp.asarray(bvec, y1bar.dtype)[:, None] * y1bar[None, :]
+    if ksbar is not None:
+        kbar = kbar + jnp.stack(ksbar)
 
-    def pick(xs, i):
-        out = xs[0]
-        for k in range(1, s):
-            out = jnp.where(i == k, xs[k], out)
-        return out
+    def row(xs, i):
+        return jax.lax.dynamic_index_in_dim(xs, i, keepdims=False)
 
     def body(j, carry):
         i = s - 1 - j
         kbar, yb, thb = carry
-        _, vjp = jax.vjp(lambda th, v: fth(th, times[i], v), th, pick(args, i))
-        thb_i, vb = vjp(h * pick(kbar, i))
-        row = jnp.asarray(amat)[i]
-        kbar = tuple(jnp.where(row[k] != 0.0, kbar[k] + row[k] * vb, kbar[k]) for k in range(s))
+        _, vjp = jax.vjp(lambda th, v: fth(th, times[i], v), th, row(stages, i))
+        thb_i, vb = vjp(h * row(kbar, i))
+        kbar = kbar + row(amat, i)[:, None] * vb[None, :]
         return kbar, yb + vb, jtu.tree_map(jnp.add, thb, thb_i)
 
     _, ybar, thbar = jax.lax.fori_loop(0, s, body, (kbar, y1bar, jtu.tree_map(jnp.zeros_like, th)))
