@@ -38,7 +38,6 @@ import dataclasses
 import functools
 import inspect
 import os
-import re
 import threading
 import warnings
 from collections.abc import Callable
@@ -48,7 +47,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from . import _cache
+from . import _cache, _xla_setup
 
 
 # Programs held per jitted function; one more compile drops them all (JAX's cache of that function;
@@ -76,10 +75,12 @@ def loops_hoisted() -> bool:
     `import jaxsim` sets unless `JAXSIM_SMALL_LOOPS=0`, `jaxsim.small_loops()`). Read from the
     environment (no compile); a loop then costs about as much as its stages written out, so
     programs may loop where they would otherwise unroll."""
-    found = re.findall(
-        r"xla_cpu_small_while_loop_byte_threshold=(\d+)", os.environ.get("XLA_FLAGS", "")
+    threshold = _xla_setup.named_threshold(os.environ.get("XLA_FLAGS", ""))
+    return (
+        threshold is not None
+        and threshold >= _HOISTED_LOOP_BYTES
+        and jax.default_backend() == "cpu"
     )
-    return bool(found) and int(found[-1]) >= _HOISTED_LOOP_BYTES and jax.default_backend() == "cpu"
 
 
 def compiler_options() -> dict:

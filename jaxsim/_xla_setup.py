@@ -89,7 +89,7 @@ def _backend_exists() -> bool:
     return bool(backends_are_initialized())
 
 
-def _named_threshold(flags: str) -> int | None:
+def named_threshold(flags: str) -> int | None:
     """The threshold [bytes] `flags` (an `XLA_FLAGS` value) gives, the last one if several."""
     found = re.findall(rf"{OPTION}=(\d+)", flags)
     return int(found[-1]) if found else None
@@ -132,7 +132,7 @@ def apply() -> None:
     """Called by `import jaxsim`: add the option to `XLA_FLAGS` where it can take effect (see the
     module's docstring). Never warns."""
     flags = os.environ.get("XLA_FLAGS", "")
-    named = _named_threshold(flags)
+    named = named_threshold(flags)
     if OPTION in flags:
         _state.update(
             threshold=named,
