@@ -25,8 +25,13 @@ from jaxsim.controls import PiecewiseConstant, PiecewiseLinear
 ENERGY_RTOL = 1e-6
 # The torque profile at the knots against 6 theta I / T^2 (1 - 2 t/T), relative to its peak.
 TORQUE_RTOL = 1e-4
-# Pure-JAX solver: stops at violation <= 1e-8 and projected gradient <= 1e-7 (scaled units).
+# Pure-JAX solver: stops at violation <= 1e-8 and projected gradient <= JAX_OPTIMALITY_TOL.
 JAX_ENERGY_RTOL = 1e-5
+# Its BFGS inner loop reaches a projected gradient of about 1e-7 on this 20-step problem and no
+# less (measured 0.5-2.3e-7, depending on rounding: loops compiled whole or kernel by kernel,
+# vmap), so a tolerance of 1e-7 fails a member by chance; 2e-7 to 1e-6 all converge, with the
+# same objective (within 9e-8 of the optimum) in both XLA configurations.
+JAX_OPTIMALITY_TOL = 5e-7
 # trust-constr stops at gtol = xtol = 1e-8 (scaled units): about 1e-6 from the optimum.
 TRUST_CONSTR_RTOL = 1e-5
 # Time-optimal single-axis slew: bang-bang is exactly a held torque switching at a node (N even),
@@ -129,7 +134,9 @@ def test_min_energy_slew_batch_pure_jax(energy):
     its own analytic optimum, in one compiled program."""
     problem, _ = energy
     batch = {"T": jnp.array([10.0, 12.0, 10.0]), "theta": jnp.array([0.5, 0.3, -0.4])}
-    solve = jax.vmap(lambda a: jo.solve_jax(problem, args=a, tol=1e-7, constraint_tol=1e-8))
+    solve = jax.vmap(
+        lambda a: jo.solve_jax(problem, args=a, tol=JAX_OPTIMALITY_TOL, constraint_tol=1e-8)
+    )
     res = solve(batch)
     assert list(res.status_name) == ["converged"] * 3, res.status_name
     np.testing.assert_allclose(np.asarray(res.objective), 1.0, rtol=JAX_ENERGY_RTOL)

@@ -5,7 +5,8 @@ box the augmented Lagrangian (Rockafellar's form for inequalities)
 $$L_A(x; \lambda, \mu, \rho) = J + \lambda^T c_{eq} + \tfrac\rho2|c_{eq}|^2
 + \tfrac1{2\rho}\big(|\max(0, \mu + \rho c_{in})|^2 - |\mu|^2\big),$$
 then updates $\lambda \leftarrow \lambda + \rho c_{eq}$, $\mu \leftarrow \max(0, \mu + \rho c_{in})$ and
-multiplies $\rho$ by 10 when the violation fell by less than a factor of 4 (Nocedal & Wright,
+multiplies $\rho$ by 10 when the violation is above `constraint_tol` and fell by less than a factor
+of 4 (Nocedal & Wright,
 *Numerical Optimization*, 2nd ed., alg. 17.4; Conn, Gould & Toint, LANCELOT, 1992). The inner
 minimization over the box is a projected BFGS method: variables at a bound with the gradient
 pushing outwards are held, the BFGS direction acts on the others, and a backtracking (Armijo)
@@ -150,7 +151,11 @@ def _core(problem: Problem, opts):
             nonfinite = ~jnp.isfinite(f) | ~jnp.isfinite(viol)
             status = jnp.where(done, CONVERGED, jnp.where(stuck, INFEASIBLE, _RUNNING))
             status = jnp.where(nonfinite, FAILED, status)
-            rho_n = jnp.where(viol > 0.25 * viol_prev, jnp.minimum(10.0 * rho, rho_max), rho)
+            # The penalty grows only while the constraints are not met and their violation fell
+            # by less than 4x (Nocedal & Wright, alg. 17.4); once they are met to `ctol`,
+            # only optimality is left and a larger penalty would only worsen the conditioning.
+            grow = (viol > ctol) & (viol > 0.25 * viol_prev)
+            rho_n = jnp.where(grow, jnp.minimum(10.0 * rho, rho_max), rho)
             row = {
                 "objective": f,
                 "violation": viol,
