@@ -736,7 +736,7 @@ class DiscreteAdjoint(eqx.Module):
     (a small program, the drift's VJP compiled once; about half the time of the alternative on a
     large model such as the `combined` spacecraft) for looped stages (`unrolled=False`, the default
     of `Tsit5` and `Dopri5`), and for unrolled ones (`Dopri8`'s default) when XLA compiles loops as
-    one function (`jaxsim.small_loops()`, on by default on the CPU). Otherwise, and for
+    one function (`jaxsim.small_loops()`, opt-in: `JAXSIM_SMALL_LOOPS=1`). Otherwise, and for
     derivatives w.r.t. `t0` or `t1`, it is `jax.vjp` of the written-out step (fastest for a cheap
     drift when each loop iteration is a sequence of runtime calls).
 
@@ -912,7 +912,7 @@ def _staged_step_vjp(pair, unrolled: bool) -> bool:
     """Whether `DiscreteAdjoint`'s backward pass takes one step's VJP stage by stage
     (`_staged_backward`: a loop over the stages, one drift VJP each) rather than `jax.vjp` of the
     step with its stages written out: for looped stages (`unrolled=False`), and for unrolled ones
-    when XLA compiles loops whole (`jaxsim._compile.loops_hoisted`, jaxsim's default on the CPU);
+    when XLA compiles loops whole (`jaxsim._compile.loops_hoisted`, opt-in on the CPU);
     never when the pair's dense output takes extra stages (`Verner9`: `jax.vjp` of the step takes
     them with it, the staged loop has only the step's own).
 

@@ -7,7 +7,7 @@ point-mass gravity, gravity gradient, external torque; the MRP switch in the ste
 at 0.1 s, sampled every 6.7 s: two intervals of 67 steps, which the checkpointed driver cuts into
 four sub-blocks of 17 steps, the last padded with a masked step
 (`jaxsim._fixed_grid._checkpoint_levels`); the batched case samples the start and end only. With
-XLA's loops compiled whole (jaxsim's default) a run this short stores every step's stage inputs
+XLA's loops compiled whole (JAXSIM_SMALL_LOOPS=1) a run this short stores every step's stage inputs
 instead (`jaxsim._fixed_grid.STORE_BYTES`); the blocked path is checked with that budget set to 0,
 and the step-rematerializing path of runs without hoisting with `loops_hoisted` patched off. The
 differentiated scalar weighs every state component at every sample, so the samples' cotangents

@@ -1,4 +1,4 @@
-"""XLA's small-while-loop hoisting, on by default at `import jaxsim` (`jaxsim._xla_setup`).
+"""XLA's small-while-loop hoisting, opt-in at `import jaxsim` (`JAXSIM_SMALL_LOOPS=1`) (`jaxsim._xla_setup`).
 
 XLA reads `XLA_FLAGS` once per process, when JAX creates its backend, so every case runs in a
 fresh interpreter (`sys.executable -c ...`) with its own environment. The oracle of "on" is XLA's
@@ -82,8 +82,18 @@ def _child(env_changes: dict, before: str = "", *extra: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_added_when_absent_and_loop_compiled_as_one_function():
-    out = _child({"XLA_FLAGS": None, "JAXSIM_SMALL_LOOPS": None}, "", "loop")
+def test_off_by_default():
+    flags = "--xla_force_host_platform_device_count=1"
+    out = _child({"XLA_FLAGS": flags, "JAXSIM_SMALL_LOOPS": None}, "", "loop")
+    assert out["flags"] == flags
+    assert not out["small_loops"]["requested"]
+    assert not out["small_loops"]["effective"]
+    assert "off by default" in out["small_loops"]["reason"]
+    assert out["top_level_whiles"] == 1
+
+
+def test_opted_in_added_and_loop_compiled_as_one_function():
+    out = _child({"XLA_FLAGS": None, "JAXSIM_SMALL_LOOPS": "1"}, "", "loop")
     assert out["flags"] == DEFAULT
     assert out["small_loops"]["requested"]
     assert out["small_loops"]["threshold"] == _xla_setup.DEFAULT_THRESHOLD
@@ -129,7 +139,7 @@ def test_merged_into_existing_extra_options_other_flags_kept():
 
 
 def test_backend_created_first_leaves_environment_alone():
-    out = _child({"XLA_FLAGS": None, "JAXSIM_SMALL_LOOPS": None}, "jax used")
+    out = _child({"XLA_FLAGS": None, "JAXSIM_SMALL_LOOPS": "1"}, "jax used")
     assert out["flags"] is None
     assert not out["small_loops"]["requested"]
     assert not out["small_loops"]["effective"]
@@ -139,8 +149,7 @@ def test_backend_created_first_leaves_environment_alone():
 def test_this_process_matches_its_environment():
     # The test process itself imported jaxsim before JAX's backend existed (conftest creates none).
     report = js.small_loops()
-    opted_out = os.environ.get("JAXSIM_SMALL_LOOPS", "").strip().lower() in _xla_setup._OFF
-    if jax.default_backend() != "cpu" or opted_out:
+    if jax.default_backend() != "cpu" or not report.requested:
         assert not report.effective
     else:
         assert report.requested and report.effective, report.reason
@@ -169,7 +178,7 @@ def test_with_option(flags, expected):
 
 @pytest.mark.parametrize(
     "value, threshold",
-    [(None, 1_000_000), ("", 1_000_000), ("on", 1_000_000), ("1", 1_000_000), ("OFF", None),
+    [(None, None), ("", None), ("on", 1_000_000), ("1", 1_000_000), ("OFF", None),
      ("0", None), ("65536", 65536)],
 )  # fmt: skip
 def test_environment_values(value, threshold):
