@@ -72,7 +72,7 @@ _HOISTED_LOOP_BYTES = 65536
 def loops_hoisted() -> bool:
     """Whether XLA compiles jaxsim's step loops as one function each in this process: the CPU
     backend with `XLA_FLAGS` naming a small-while-loop threshold of at least 64 kB (what
-    `import jaxsim` sets unless `JAXSIM_SMALL_LOOPS=0`, `jaxsim.small_loops()`). Read from the
+    `import jaxsim` sets with `JAXSIM_SMALL_LOOPS=1`, opt-in; `jaxsim.small_loops()`). Read from the
     environment (no compile); a loop then costs about as much as its stages written out, so
     programs may loop where they would otherwise unroll."""
     threshold = _xla_setup.named_threshold(os.environ.get("XLA_FLAGS", ""))
