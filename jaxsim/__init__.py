@@ -4,10 +4,11 @@ Importing this package enables float64 (`jax_enable_x64`): the dynamics are vali
 Basilisk to round-off, which float32 cannot reach. To use float32 anyway, set
 `jax.config.update("jax_enable_x64", False)` after importing jaxsim (tolerances then do not hold).
 
-On the CPU it also raises XLA's small-while-loop hoisting threshold in `XLA_FLAGS` (before JAX
-creates its backend), so that a step loop is compiled as one function: several times faster for
-small models. `JAXSIM_SMALL_LOOPS=0` opts out; `jaxsim.small_loops()` tells whether it is in
-effect and documents the rules.
+On the CPU, with the environment variable `JAXSIM_SMALL_LOOPS=1` (opt-in), it also raises XLA's
+small-while-loop hoisting threshold in `XLA_FLAGS` (before JAX creates its backend), so that a
+step loop is compiled as one function: several times faster for small models, for every program
+of the process (why it is not the default: `docs/engine.md`, "Loop speed on the CPU").
+`jaxsim.small_loops()` tells whether it is in effect and documents the rules.
 
 It changes no other JAX setting. JAX's persistent compilation cache, with which a restart loads
 jaxsim's compiled programs instead of compiling them again, is opt-in: `jaxsim.enable_cache()`, or
@@ -59,6 +60,7 @@ from ._clocks import (
 )
 from ._compile import (
     RecompileWarning as RecompileWarning,
+    ReplayedDecisionsWarning as ReplayedDecisionsWarning,
     compiler_options as compiler_options,
     jit as jit,
 )

@@ -83,6 +83,74 @@ def loops_hoisted() -> bool:
     )
 
 
+class ReplayedDecisionsWarning(UserWarning):
+    """Given by `simulate` when it is differentiated in reverse mode through a diffrax solver's
+    adaptive steps, with a checkpointing adjoint (diffrax's `RecursiveCheckpointAdjoint`, its
+    default, or `DirectAdjoint`), while XLA compiles small loops as one function
+    (`JAXSIM_SMALL_LOOPS=1`, `jaxsim.small_loops()`).
+
+    Such an adjoint recomputes the steps in the backward pass and decides them again (accept or
+    reject, breakpoints); compiled differently, the recomputation can round differently, decide
+    differently, and give a wrong gradient. jaxsim's own adaptive pairs (`js.Dopri8()` rather than
+    `js.Dopri8().to_diffrax()`) record their steps and are not affected. The engine guide, "Loop
+    speed on the CPU", has the measurements."""
+
+
+# Tracer classes of JAX's forward and reverse differentiation (matched by name: JAX keeps them
+# private), and the attributes through which other tracers (vmap's, ...) hold the traced value.
+_DIFF_TRACERS = ("JVPTracer", "LinearizeTracer")
+_WRAPPED = ("val", "primal")
+
+
+def _differentiated(tree) -> bool:
+    """Whether a leaf of `tree` is traced by `jax.grad`/`vjp`/`jvp` (under any other tracers)."""
+    for leaf in jax.tree_util.tree_leaves(tree):
+        for _ in range(8):  # tracers nest a few levels deep at most
+            if not isinstance(leaf, jax.core.Tracer):
+                break
+            if type(leaf).__name__ in _DIFF_TRACERS:
+                return True
+            leaf = next((getattr(leaf, a) for a in _WRAPPED if hasattr(leaf, a)), None)
+    return False
+
+
+def warn_if_replayed(adjoint, *inputs) -> None:
+    """Warn (`ReplayedDecisionsWarning`) when an adaptive run on a diffrax solver is differentiated
+    with a checkpointing adjoint (`None`, diffrax's `RecursiveCheckpointAdjoint` or
+    `DirectAdjoint`) while small-loop hoisting is on (`loops_hoisted`).
+
+    Those adjoints recompute the forward steps in the backward pass, step-size controller
+    included, and assume that the recomputation repeats the forward pass bit for bit. XLA does
+    not promise that: the same step compiled in another program (here: inside the backward loop,
+    compiled as one function) may contract multiplications and additions into FMAs, or vectorize,
+    differently, so its last bits differ; an accept/reject or breakpoint decision can then go the
+    other way, and the gradient is silently wrong. Measured: the 50-parameter J2-day gradient
+    (`benchmarks/bench_lean.py`) through `Dopri8().to_diffrax()` is 69-121 % off with hoisting on
+    and right to 1e-12 with it off, with the step times fixed (`diffrax.StepTo`), or with XLA
+    limited to AVX (no FMA). jaxsim's own adaptive core records every accepted step's times, so
+    its backward pass never re-decides a step and is unaffected.
+    """
+    if not loops_hoisted():
+        return
+    import diffrax as dfx
+
+    if adjoint is not None and not isinstance(
+        adjoint, dfx.RecursiveCheckpointAdjoint | dfx.DirectAdjoint
+    ):
+        return
+    if _differentiated(inputs):
+        warnings.warn(
+            "jaxsim: a gradient through adaptive steps of a diffrax solver while XLA small-loop "
+            "hoisting is on (JAXSIM_SMALL_LOOPS=1): the backward pass recomputes the steps and "
+            "their accept/reject decisions, and a recomputation that rounds differently can "
+            "decide differently (a wrong gradient). Use a jaxsim adaptive solver (e.g. "
+            "`js.Dopri8()`, not `.to_diffrax()`), whose adjoint records the steps, or leave "
+            "JAXSIM_SMALL_LOOPS unset.",
+            ReplayedDecisionsWarning,
+            stacklevel=4,
+        )
+
+
 def compiler_options() -> dict:
     """The compile options jaxsim uses on the current default backend (empty: XLA's defaults)."""
     if os.environ.get("JAXSIM_XLA_DEFAULTS", "0") not in ("", "0"):

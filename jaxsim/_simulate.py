@@ -27,6 +27,7 @@ from jaxtyping import ArrayLike, Float, PRNGKeyArray, PyTree
 from . import _adaptive_core, _free_time
 from ._cache import for_jaxsim_programs
 from ._clocks import AbstractDiscreteModel
+from ._compile import warn_if_replayed
 from ._dynamic_object import AbstractDynamicObject
 from ._events import Event
 from ._host_checks import on_host, raise_if_failed
@@ -287,6 +288,10 @@ def _run(req, throw: bool, start) -> tuple:
         path = "diffrax" if kind.adaptive or isinstance(solver, dfx.AbstractSolver) else "SDE"
         return rep, sol, path
     is_jaxsim, adaptive = kind.native, kind.adaptive
+    if adaptive and not (is_jaxsim and _adaptive_core.supports(solver, y0, adjoint)):
+        # diffrax's adaptive loop (clocked segments included): its checkpointing adjoints
+        # re-decide the steps in the backward pass (`jaxsim._compile.warn_if_replayed`).
+        warn_if_replayed(adjoint, model, y0, args, t0, t1)
     if kind.driver == "clocked":
         from ._clocked import simulate_clocked
 

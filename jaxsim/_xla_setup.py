@@ -1,9 +1,13 @@
 """XLA's small-while-loop hoisting on the CPU, opt-in at `import jaxsim` (`JAXSIM_SMALL_LOOPS=1`).
 
-Off by default: with it on, the reverse gradient of a day-long J2 run through diffrax's
-`RecursiveCheckpointAdjoint` (a diffrax solver) came out wrong (69 % relative, against 2e-12 with it
-off and against jaxsim's own adjoint either way); 1 h and 6 h runs and a 64 kB threshold were right.
-Until that is understood, jaxsim does not turn it on by itself.
+Off by default, because it applies to every program of the process and changes how some are
+rounded: diffrax's checkpointing adjoints replay adaptive steps (and their accept/reject decisions)
+in the backward pass and assume the replay repeats the forward pass bit for bit; compiled as one
+function, the replay can round differently, decide differently, and give a wrong gradient (69-121 %
+off on a day-long J2 gradient through `Dopri8().to_diffrax()`; right with the step times fixed).
+jaxsim's own adjoint records the steps and is unaffected; `simulate` warns
+(`jaxsim.ReplayedDecisionsWarning`) when opted in and differentiated through a diffrax solver's
+adaptive steps. `docs/engine.md`, "Loop speed on the CPU", has the measurements.
 
 On XLA:CPU a loop body runs as a sequence of compiled kernels, one runtime call each (about
 10-15 ns apiece); an adaptive step of a small model is mostly such calls (the J2 orbit's Dopri8
@@ -153,8 +157,9 @@ def apply() -> None:
             threshold=None,
             requested=False,
             reason=(
-                f"off by default ({ENV}=1 opts in; a gradient miscompiled with it on was found, "
-                "see the engine docs): XLA's default threshold (1 kB) applies"
+                f"off by default ({ENV}=1 opts in; it changes the rounding of every program of the "
+                "process, which breaks gradients that replay adaptive steps, see the engine "
+                "docs): XLA's default threshold (1 kB) applies"
                 if not (value or "").strip()
                 else f"{ENV}={value} opted out: XLA's default threshold (1 kB) applies"
             ),

@@ -202,3 +202,114 @@ def test_compiler_options_refuse_it(name, value):
         pytest.skip("XLA:CPU option")
     with pytest.raises(Exception, match="option"):
         jax.jit(lambda x: x + 1.0, compiler_options={name: value}).lower(1.0).compile()
+
+
+class _Decay(js.AbstractDynamicObject):
+    k: object
+    name: str = "decay"
+
+    def init_state(self):
+        return {"x": jax.numpy.ones(2)}
+
+    def drift(self, t, y, args):
+        return {"x": -self.k * y["x"]}
+
+
+def _final(k, solver, **kw):
+    sol = js.simulate(_Decay(k), {"x": jax.numpy.ones(2)}, 1.0, solver=solver, rtol=1e-6,
+                      atol=1e-6, outputs=False, **kw)  # fmt: skip
+    return sol.ys["x"][-1, 0]
+
+
+def _traced_warnings(fn, *args) -> list:
+    """The `ReplayedDecisionsWarning`s raised while tracing `fn(*args)` (nothing is compiled)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jax.make_jaxpr(fn)(*args)
+    return [w for w in caught if issubclass(w.category, js.ReplayedDecisionsWarning)]
+
+
+@pytest.mark.parametrize("hoisted", [True, False])
+def test_replayed_decisions_warned_only_for_diffrax_gradients_with_hoisting(monkeypatch, hoisted):
+    # `loops_hoisted()` reads `XLA_FLAGS` (the threshold this process would hoist with); tracing
+    # is enough, as the warning is given at trace time.
+    monkeypatch.setenv("XLA_FLAGS", DEFAULT if hoisted else "")
+    import diffrax as dfx
+
+    k = jax.numpy.asarray(0.5)
+    diffrax_tsit5 = js.Tsit5().to_diffrax()
+    grad_diffrax = jax.grad(lambda k: _final(k, diffrax_tsit5))
+    warned = [
+        _traced_warnings(grad_diffrax, k),
+        _traced_warnings(jax.jit(jax.grad(lambda k: _final(k, dfx.Tsit5()))), k),
+        _traced_warnings(jax.vmap(grad_diffrax), jax.numpy.full(3, 0.5)),
+        _traced_warnings(
+            jax.grad(lambda ks: jax.vmap(lambda k: _final(k, diffrax_tsit5))(ks).sum()),
+            jax.numpy.full(3, 0.5),
+        ),  # fmt: skip
+    ]
+    assert [len(w) == 1 for w in warned] == [hoisted] * 4
+    if hoisted:
+        assert "JAXSIM_SMALL_LOOPS" in str(warned[0][0].message)
+    # Never: jaxsim's own core (it records the steps), a forward run, forward mode.
+    assert not _traced_warnings(jax.grad(lambda k: _final(k, js.Tsit5())), k)
+    assert not _traced_warnings(lambda k: _final(k, diffrax_tsit5), k)
+    fwd = jax.jacfwd(lambda k: _final(k, diffrax_tsit5, adjoint=dfx.ForwardMode()))
+    assert not _traced_warnings(fwd, k)
+
+
+# The child of the replay case: the day-long J2 orbit with 48 thrust windows (50 parameters) of
+# `benchmarks/bench_lean.py`, whose gradient through `Dopri8().to_diffrax()` (diffrax's
+# checkpointing adjoint, which decides the steps again in the backward pass) came out 69-7700 %
+# off with hoisting on (`docs/engine.md`, "Loop speed on the CPU"). jaxsim's own core records the
+# steps: its reverse gradient must agree with forward sensitivities with hoisting on, and the
+# diffrax path must be warned about.
+_REPLAY_CHILD = r"""
+import json, warnings
+import jax, jax.numpy as jnp, numpy as np
+import jaxsim as js
+from benchmarks import bench_orbit_adaptive as orbit
+from benchmarks.bench_lean import N_WINDOWS, RTOL, THRUST, thrust_model
+
+cls = thrust_model()
+r0, v0 = orbit.kepler_to_rv(*orbit.ELEMENTS)
+p0 = jnp.concatenate([jnp.array([orbit.MU, orbit.J2]), jnp.full(N_WINDOWS, THRUST)])
+
+def loss(p, solver, **kw):
+    m = cls(p[0], p[1], p[2:])
+    sol = js.simulate(m, m.init_state(r0, v0), orbit.T1, solver=solver, rtol=RTOL, atol=RTOL,
+                      outputs=False, max_steps=4096, **kw)
+    r = sol.ys["r_BN_N"][-1]
+    return r @ r / orbit.R_EARTH**2
+
+reverse = np.asarray(js.jit(jax.grad(lambda p: loss(p, js.Dopri8())))(p0))
+sens = np.asarray(js.jit(jax.grad(lambda p: loss(p, js.Dopri8(), adjoint=js.ForwardSensitivity())))(p0))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    jax.make_jaxpr(jax.grad(lambda p: loss(p, js.Dopri8().to_diffrax())))(p0)
+print(json.dumps({
+    "hoisted": js.small_loops().effective,
+    "error": float(np.max(np.abs(reverse - sens)) / np.max(np.abs(sens))),
+    "warned": [w.category.__name__ for w in caught],
+}))
+"""
+# Reverse (discrete adjoint) against forward sensitivities of the same run: the two differentiate
+# the same steps differently (sensitivities are integrated under the step control), which at
+# rtol 1e-12 leaves about 1e-10 (`benchmarks/results/lean.md`); a replayed decision gives O(1).
+REPLAY_GRADIENT_TOL = 1e-8
+
+
+def test_own_adjoint_right_with_hoisting_where_a_replay_goes_wrong():
+    env = dict(os.environ, JAXSIM_SMALL_LOOPS="1")
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", _REPLAY_CHILD], env=env, cwd=ROOT, capture_output=True, text=True,
+        timeout=CHILD_TIMEOUT_S,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["hoisted"]
+    assert out["error"] < REPLAY_GRADIENT_TOL, out
+    assert out["warned"] == ["ReplayedDecisionsWarning"]
