@@ -1050,7 +1050,11 @@ def to_markdown(data: dict) -> str:
             f"{f(ls['error_vs_ref'])}. Errors: max |g - g_ref| / max |g_ref|, g_ref the "
             "`ForwardSensitivity` gradient at rtol 1e-14. lean vs diffrax gradient: "
             f"{f(g.get('lean_vs_diffrax_grad_rel'))}; lean reverse vs lean forward mode: "
-            f"{f(g['lean_reverse_vs_forward_rel'])}.",
+            f"{f(g['lean_reverse_vs_forward_rel'])}. The diffrax row's gradient (diffrax's "
+            "checkpointing adjoint) recomputes the steps and decides them again; with small-loop "
+            "hoisting on, the recomputation can round, and so decide, differently and the "
+            "gradient is then wrong (`jaxsim.ReplayedDecisionsWarning`, `docs/engine.md`); "
+            "jaxsim's own adjoint records its steps.",
             "",
         ]
     for key in ("combined", "combined_opted_out"):
