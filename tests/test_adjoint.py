@@ -314,6 +314,164 @@ def test_memory_budget_recomputes_the_same_gradient(samples):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=ROUND_OFF_REL_TOL * scale)
 
 
+def _kicked_oscillators(theta, t, y):
+    """`_flat_oscillators` pushed along v after `KICK_AT` (a drift discontinuous in time: a
+    breakpoint there)."""
+    return _flat_oscillators(theta, t, y) + jnp.where(t >= KICK_AT, 0.1, 0.0) * jnp.concatenate(
+        [jnp.zeros(4), y[4:]]
+    )
+
+
+def _flat_tumble(theta, t, y):
+    """`Tumble` on a flat state (sigma, omega)."""
+    s, w = y[:3], y[3:]
+    s2 = s @ s
+    skew = jnp.array([[0.0, -s[2], s[1]], [s[2], 0.0, -s[0]], [-s[1], s[0], 0.0]])
+    b = (1 - s2) * jnp.eye(3) + 2 * skew + 2 * jnp.outer(s, s)
+    return jnp.concatenate([0.25 * b @ w, -theta["omega"] * w])
+
+
+def _flat_shadow(theta, t, y):
+    """`Tumble.step_map` on a flat state."""
+    s = y[:3]
+    s2 = s @ s
+    switch = s2 > 1.0
+    s = jnp.where(switch, -s / s2, s)
+    return jnp.concatenate([s, y[3:]]), {"switches": switch.astype(jnp.int32)}
+
+
+KICK_AT = 1.3
+MAX_STEPS = 400
+# (pair, samples, breakpoint, step map, rtol): FSAL pairs with a breakpoint, samples and the MRP
+# shadow switch (both re-evaluate the first stage after the step); Dopri8's unrolled stages with
+# the end points only, at a tight tolerance (at 1e-9 its 29 steps' derivative, the step sizes held
+# fixed, is 4e-5 off the central differences of the run).
+_DENSE_CASES = [
+    ("Dopri5", True, True, False, 1e-9), ("Dopri8", False, False, False, TIGHT),
+    ("Tsit5", True, False, True, 1e-9),
+]  # fmt: skip
+
+
+def _flat_problem(pair_name, samples, jump, mapped, rtol=1e-9):
+    """`run(omega, y0, t1, ts, dense_bytes)`: `integrate_adjoint` of a flat problem (the pair's
+    default stages), and its arguments."""
+    solver = PAIRS[pair_name]()
+    pair = core.pair_of(type(solver)._unrolled_cls)
+    if mapped:
+        f, step_map, t1 = _flat_tumble, _flat_shadow, 7.0
+        y0 = jnp.array([0.2, 0.1, -0.3, 1.1, -0.6, 0.9])
+        omega, extra = jnp.asarray(0.1), {"counts0": {"switches": jnp.asarray(0, jnp.int32)}}
+    else:
+        f, step_map, t1 = _kicked_oscillators, None, 3.0
+        y0 = jnp.array([0.7, -0.4, 0.1, 0.3, 0.0, 0.2, -0.5, 0.1])
+        omega, extra = jnp.array([1.3, 0.8, 2.1, 1.7]), {}
+    ts = jnp.linspace(0.0, t1, 7)
+
+    def run(omega, y0, t1, ts, dense_bytes):
+        return core.integrate_adjoint(
+            f, step_map, {"omega": omega}, y0, 0.0, t1,
+            ts if samples else jnp.stack([jnp.asarray(0.0), t1]), jnp.asarray(rtol),
+            jnp.asarray(rtol), dense_bytes=dense_bytes, pair=pair, max_steps=MAX_STEPS,
+            endpoints_only=not samples, jump_ts=(KICK_AT,) if jump else (),
+            unrolled=solver.unrolled, **extra,
+        )  # fmt: skip
+
+    return run, (omega, y0, jnp.asarray(t1), ts)
+
+
+def _dense_part(y0, accepted):
+    """`dense_bytes` that records the states of about the first third of a run of `accepted`
+    steps (t0 or t1 differentiated), and those steps (D, a multiple of K, the chunk size)."""
+    every = core._record_every(MAX_STEPS, y0, True, core.RECORD_BYTES)
+    assert every == core._chunk_size(y0, True)
+    state = y0.size * 8
+    dense = max(1, accepted // (3 * every)) * every * state
+    steps = core._dense_steps(MAX_STEPS, y0, True, every, core.RECORD_BYTES, dense)
+    assert steps * state == dense and accepted > steps + 2 * every and accepted % every
+    return dense, steps
+
+
+@pytest.mark.parametrize("pair,samples,jump,mapped,rtol", _DENSE_CASES)
+def test_recomputed_blocks_past_the_dense_record(pair, samples, jump, mapped, rtol):
+    """A run that goes on past the states recorded whole (the rest every K-th, the blocks in
+    between recomputed in the backward pass, the last partial): the same gradient as with every
+    state recorded, and as central differences."""
+    run, args = _flat_problem(pair, samples, jump, mapped, rtol)
+    # All of MAX_STEPS' states fit in `_DENSE_BYTES`: every state recorded without `dense_bytes`.
+    every = core._record_every(MAX_STEPS, args[1], True, core.RECORD_BYTES)
+    assert core._dense_steps(MAX_STEPS, args[1], True, every, core.RECORD_BYTES) >= MAX_STEPS
+    dense, _ = _dense_part(args[1], int(run(*args, None)["num_accepted_steps"]))
+
+    def loss(*a):
+        out = run(*a)
+        return jnp.sum(out["ys"] ** 2) + jnp.sum(jnp.sin(out["ys"][-1]))
+
+    part = js.jit(jax.grad(lambda *a: loss(*a, dense), (0, 1, 2, 3)))(*args)
+    whole = js.jit(jax.grad(lambda *a: loss(*a, None), (0, 1, 2, 3)))(*args)
+    # Relative to the largest derivative (d/dt1 with samples is ~0: the samples do not move).
+    scale = max(float(np.max(np.abs(np.asarray(b)))) for b in whole)
+    for a, b in zip(part, whole, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=ROUND_OFF_REL_TOL * scale)
+    # Central differences w.r.t. omega of the forward run.
+    omega = args[0]
+    h = FD_STEP * float(np.max(np.abs(np.asarray(omega))))
+    basis = np.eye(omega.size).reshape((omega.size,) + omega.shape)
+    largest = float(np.max(np.abs(np.asarray(part[0]))))
+    for e, d in zip(basis, np.ravel(np.asarray(part[0])), strict=True):
+        fd = float(loss(omega + h * e, *args[1:], dense) - loss(omega - h * e, *args[1:], dense))
+        assert abs(fd / (2 * h) - d) <= FD_REL_TOL * largest, (fd / (2 * h), d)
+
+
+def test_recomputed_blocks_under_vmap_with_different_step_counts():
+    """A batch whose members end inside the dense record, just past it and well past it: the
+    same gradients as one member at a time with every state recorded."""
+    run, (omega, y0, _, _) = _flat_problem("Dopri5", True, True, False)
+    t1s = jnp.array([0.4, 1.6, 3.0])
+
+    def loss(omega, t1, dense):
+        out = run(omega, y0, t1, jnp.linspace(0.0, 1.0, 7) * t1, dense)
+        return jnp.sum(out["ys"] ** 2), out["num_accepted_steps"]
+
+    counts = [int(loss(omega, t1, None)[1]) for t1 in t1s]
+    dense, steps = _dense_part(y0, counts[-1])
+    assert counts[0] <= steps < counts[1] < counts[2]
+    grad = jax.grad(lambda o, t1, d: loss(o, t1, d)[0], (0, 1))
+    batched = js.jit(jax.vmap(lambda t1: grad(omega, t1, dense)))(t1s)
+    for k, t1 in enumerate(t1s):
+        single = js.jit(lambda t1: grad(omega, t1, None))(t1)
+        for a, b in zip(batched, single, strict=True):
+            scale = float(np.max(np.abs(np.asarray(b))))
+            np.testing.assert_allclose(
+                np.asarray(a[k]), np.asarray(b), atol=ROUND_OFF_REL_TOL * scale
+            )  # fmt: skip
+
+
+def test_record_memory():
+    """The states recorded: every one of the first `_DENSE_BYTES` (all of them within the budget
+    where loops are not hoisted), every K-th within the budget; the buffers filled per call grow
+    with `max_steps` by the times and those K-th states only."""
+    y0 = jnp.zeros(6)  # the J2 orbit's state
+    state = y0.size * 8
+    chunk = core._chunk_size(y0, False)
+    hoisted = core.loops_hoisted()
+    for max_steps, budget in [(4096, core.RECORD_BYTES), (4096 * 64, core.RECORD_BYTES),
+                              (10**7, core.RECORD_BYTES), (10**5, 2**16)]:  # fmt: skip
+        every = core._record_every(max_steps, y0, False, budget)
+        dense = core._dense_steps(max_steps, y0, False, every, budget)
+        assert every % chunk == 0 and dense % every == 0
+        assert -(-max_steps // every) * state <= max(budget, chunk * state)
+        if hoisted or max_steps * state > budget:
+            assert dense * state <= max(core._DENSE_BYTES, every * state)
+        else:
+            assert dense >= max_steps
+    # jaxsim's default max_steps, loops hoisted: the states take 1.3 MB (every 10th) and 1.0 MB
+    # (the first 21840), against 12.6 MB with every state recorded.
+    every = core._record_every(4096 * 64, y0, False, core.RECORD_BYTES)
+    assert every == chunk == 10
+    dense = core._dense_steps(4096 * 64, y0, False, every, core.RECORD_BYTES)
+    assert dense == (21840 if hoisted else 4096 * 64 + 6)
+
+
 def test_failed_run_has_nan_derivatives():
     def loss(mu):
         model = Kepler(mu)
