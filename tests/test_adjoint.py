@@ -285,21 +285,24 @@ def test_memory_budget_recomputes_the_same_gradient(samples):
     y0 = jnp.array([0.7, -0.4, 0.1, 0.3, 0.0, 0.2, -0.5, 0.1])
     omega = jnp.array([1.3, 0.8, 2.1, 1.7])
     ts = jnp.linspace(0.0, 3.0, 7)
-    # A budget of a twentieth of the record: every K-th state, K three chunks.
+    # A budget of a twentieth of the record: every K-th state, K three chunks (blocks of states
+    # over 512 bytes), past the first block's states (all recorded).
     small = max_steps * y0.size * 8 // 20
     every = core._record_every(max_steps, y0, True, small)
     assert every == 3 * core._chunk_size(y0, True)
+    first = every * y0.size * 8
+    assert core._dense_steps(max_steps, y0, True, every, small, first) == every
 
     def run(omega, y0, t1, ts, budget):
         return core.integrate_adjoint(
             _flat_oscillators, None, {"omega": omega}, y0, 0.0, t1,
             ts if samples else jnp.stack([jnp.asarray(0.0), t1]), jnp.asarray(1e-9),
-            jnp.asarray(1e-9), record_bytes=budget, pair=pair, max_steps=max_steps,
-            endpoints_only=not samples,
+            jnp.asarray(1e-9), record_bytes=budget, dense_bytes=budget and first, pair=pair,
+            max_steps=max_steps, endpoints_only=not samples,
         )  # fmt: skip
 
     args = (omega, y0, jnp.asarray(3.0), ts)
-    # Several blocks of K steps, the last one partial.
+    # Two blocks of K steps past the first, the last one partial.
     accepted = int(run(*args, None)["num_accepted_steps"])
     assert accepted > 2 * every and accepted % every
 
