@@ -923,9 +923,14 @@ def _recorded_loop(cond, body, state, max_steps: int, every: int, dense: int):
             new["d_tn"] = put(rec.d_tn, s.rec.d_tn)
         return s, dataclasses.replace(rec, **new), c + 1
 
+    # Under `vmap` the chunk loop goes on while any member runs (an unbatched predicate): a
+    # batched one would select each whole record buffer between old and new values at every
+    # chunk (J2 day gradient, 8 members: 1.44 s against 0.37 s). A member that is done takes no
+    # step and writes its (empty) chunks past its last accepted step, where nothing is read.
     final, record, _ = jax.lax.while_loop(
-        lambda carry: running(carry[0]), chunk_body, (state, record, jnp.asarray(0, jnp.int64))
-    )
+        lambda carry: eqxi.unvmap_any(running(carry[0])), chunk_body,
+        (state, record, jnp.asarray(0, jnp.int64)),
+    )  # fmt: skip
     return final, record
 
 
