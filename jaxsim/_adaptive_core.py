@@ -788,15 +788,16 @@ def _record_every(max_steps: int, y0, tangents: bool, budget: int) -> int:
 def _dense_steps(max_steps: int, y0, tangents: bool, every: int, budget: int, dense=None) -> int:
     """D: the first D accepted steps' states are all recorded, a multiple of K (`every`), one
     block at least: as many as fit in `dense` bytes (`_DENSE_BYTES`), all of `max_steps` (rounded
-    up to a multiple of K) if they fit. Where XLA does not compile loops whole (`loops_hoisted()`
-    false; `dense` not given) also all of them if they fit in `budget`: each loop iteration a
-    sequence of runtime calls, the recomputing loop's bookkeeping costs more than the buffers'
-    filling (J2 day, Dopri8 gradient: 10.5-11.1 ms against 10.2-10.9 ms, alternated)."""
+    up to a multiple of K) if they fit or if K is 1. Where XLA does not compile loops whole
+    (`loops_hoisted()` false; `dense` not given) also all of them if they fit in `budget`: each
+    loop iteration a sequence of runtime calls, the recomputing loop's bookkeeping costs more
+    than the buffers' filling (J2 day, Dopri8 gradient: 10.5-11.1 ms against 10.2-10.9 ms,
+    alternated)."""
     span = max(_chunk_size(y0, tangents), every)
     total = -(-max_steps // span) * span
     state = y0.size * jnp.dtype(y0.dtype).itemsize
-    if dense is None and not loops_hoisted() and max_steps * state <= budget:
-        return total
+    if every == 1 or (dense is None and not loops_hoisted() and max_steps * state <= budget):
+        return total  # (K = 1: a state over 512 bytes, every one within the budget)
     limit = _DENSE_BYTES if dense is None else int(dense)
     return min(max(1, limit // (state * every)) * every, total)
 

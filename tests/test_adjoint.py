@@ -473,6 +473,11 @@ def test_record_memory():
     assert every == chunk == 10
     dense = core._dense_steps(4096 * 64, y0, False, every, core.RECORD_BYTES)
     assert dense == (21840 if hoisted else 4096 * 64 + 6)
+    # A state over 512 bytes (chunks of one step), every state within the budget: all recorded
+    # in one buffer, none twice.
+    big = jnp.zeros(80)
+    assert core._record_every(4096, big, False, core.RECORD_BYTES) == 1
+    assert core._dense_steps(4096, big, False, 1, core.RECORD_BYTES) == 4096
 
 
 def test_failed_run_has_nan_derivatives():
