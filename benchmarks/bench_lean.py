@@ -40,7 +40,8 @@ Rows (`--only` names them):
   mode (`jax.grad`, default adjoint) and forward mode (`jax.jacfwd`, 50 tangents), lean vs diffrax,
   and `jax.grad` with `adjoint=js.ForwardSensitivity()`; errors against the
   `ForwardSensitivity` gradient at rtol 1e-14 (the reference: heyoka is not run for this row,
-  its piecewise thrust would need one integrator per window);
+  its piecewise thrust would need one integrator per window); `gradient50_opted_out`: the same
+  in a child process with `JAXSIM_SMALL_LOOPS=0`;
 - `combined`: the spacecraft's final-state forward run (`jaxsim.jit` of a scalar of the final
   state), its reverse gradient w.r.t. every inexact array of the model, one forward-mode tangent
   (`jax.jvp` along a fixed random direction) and Basilisk's `ExecuteSimulation()` of the same run
@@ -699,7 +700,8 @@ def _opted_out_env() -> dict:
 
 
 def opted_out_row(row: str, rounds: int, quick: bool = False) -> dict:
-    """`row` (`forward`, `stm` or `combined`) in a child process with `JAXSIM_SMALL_LOOPS=0`."""
+    """`row` (`forward`, `stm`, `gradient50` or `combined`) in a child process with
+    `JAXSIM_SMALL_LOOPS=0`."""
     root = str(Path(__file__).resolve().parents[1])
     cmd = [sys.executable, "-m", "benchmarks.bench_lean", "--child", row, "--rounds",
            str(rounds), "--inner", str(_INNER)] + (["--quick"] if quick else [])  # fmt: skip
@@ -711,8 +713,8 @@ def opted_out_row(row: str, rounds: int, quick: bool = False) -> dict:
     return row
 
 
-ROWS = ("forward", "forward_opted_out", "stm", "stm_opted_out", "gradient50", "combined",
-        "combined_opted_out", "compile")  # fmt: skip
+ROWS = ("forward", "forward_opted_out", "stm", "stm_opted_out", "gradient50",
+        "gradient50_opted_out", "combined", "combined_opted_out", "compile")  # fmt: skip
 
 
 def run(
@@ -735,13 +737,15 @@ def run(
         data["heyoka_version"] = orbit._heyoka_version()
     default_compile = COMPILE_CASES_QUICK if quick else COMPILE_CASES
     few = max(2, rounds // 2) if not quick else 1  # rounds of the slower rows
-    row_rounds = {"stm": few, "stm_opted_out": few, "gradient50": few}
+    row_rounds = {"stm": few, "stm_opted_out": few, "gradient50": few,
+                  "gradient50_opted_out": few}  # fmt: skip
     rows = {
         "forward": lambda: forward_row(rounds, quick),
         "forward_opted_out": lambda: opted_out_row("forward", rounds, quick),
         "stm": lambda: stm_row(few, quick),
         "stm_opted_out": lambda: opted_out_row("stm", few, quick),
         "gradient50": lambda: gradient_row(few, quick),
+        "gradient50_opted_out": lambda: opted_out_row("gradient50", few, quick),
         "combined": lambda: combined_row(rounds, quick),
         "combined_opted_out": lambda: opted_out_row("combined", rounds, quick),
         "compile": lambda: compile_rows(
@@ -877,6 +881,13 @@ def issue_table(data: dict) -> list[dict]:
             "<= 1e-7 (opt-in)",
             ls["error_vs_ref"] <= TARGETS["grad50_error"],
         )
+    go = data.get("gradient50_opted_out")
+    if go and "lean" in go:
+        add(f"... opted out of small-loop hoisting (`{OPT_OUT}`, `gradient50_opted_out`)",
+            f"reverse {f(go['lean']['reverse_s'] * 1e3)} ms, "
+            f"{f(go['lean']['reverse_over_forward'])}x forward "
+            f"({f(go['lean']['forward_s'] * 1e3)} ms), error {f(go['lean'].get('error_vs_ref'))}",
+            "", "", None)  # fmt: skip
     cp = data.get("compile", {})
     for case in ("lean:grad", "lean throw=False:grad"):
         if case in cp:
@@ -1030,9 +1041,21 @@ def to_markdown(data: dict) -> str:
             f"{f(s.get('sensitivity_over_jacfwd'))}.",
             "",
         ]
-    if "gradient50" in data:
-        g = data["gradient50"]
-        lines += ["## Gradient w.r.t. 50 parameters (48 thrust windows, mu, J2)", "",
+    # Why the diffrax gradient can be wrong with hoisting on (not said of the opted-out table).
+    _REPLAY_NOTE = (
+        " The diffrax row's gradient (diffrax's checkpointing adjoint) recomputes the steps and "
+        "decides them again; with small-loop hoisting on, the recomputation can round, and so "
+        "decide, differently and the gradient is then wrong (`jaxsim.ReplayedDecisionsWarning`, "
+        "`docs/engine.md`); jaxsim's own adjoint records its steps."
+    )
+    for key in ("gradient50", "gradient50_opted_out"):
+        if key not in data:
+            continue
+        g = data[key]
+        flag = (
+            f" (child process, `{OPT_OUT}`: no small-loop hoisting)" if "opted_out" in key else ""
+        )
+        lines += [f"## Gradient w.r.t. 50 parameters (48 thrust windows, mu, J2){flag}", "",
                   "| path | forward [ms] | reverse [ms] | reverse / forward | jacfwd [ms] | "
                   "jacfwd / forward | reverse error |", "|---|---|---|---|---|---|---|"]  # fmt: skip
         for name in g.get("paths", ("lean", "diffrax")):
@@ -1050,11 +1073,7 @@ def to_markdown(data: dict) -> str:
             f"{f(ls['error_vs_ref'])}. Errors: max |g - g_ref| / max |g_ref|, g_ref the "
             "`ForwardSensitivity` gradient at rtol 1e-14. lean vs diffrax gradient: "
             f"{f(g.get('lean_vs_diffrax_grad_rel'))}; lean reverse vs lean forward mode: "
-            f"{f(g['lean_reverse_vs_forward_rel'])}. The diffrax row's gradient (diffrax's "
-            "checkpointing adjoint) recomputes the steps and decides them again; with small-loop "
-            "hoisting on, the recomputation can round, and so decide, differently and the "
-            "gradient is then wrong (`jaxsim.ReplayedDecisionsWarning`, `docs/engine.md`); "
-            "jaxsim's own adjoint records its steps.",
+            f"{f(g['lean_reverse_vs_forward_rel'])}." + ("" if flag else _REPLAY_NOTE),
             "",
         ]
     for key in ("combined", "combined_opted_out"):
@@ -1123,14 +1142,17 @@ def main(argv=None) -> int:
         "--compile-cases", nargs="*", help=f"compile programs to rerun, of {COMPILE_CASES}"
     )
     parser.add_argument("--commit", help="the measured code's commit, recorded in the results")
-    parser.add_argument("--child", choices=("forward", "stm", "combined"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", choices=("forward", "stm", "gradient50", "combined"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.inner = 1, 1
     if args.child:  # `*_opted_out`: the row as JSON on stdout
         global _INNER
         _INNER = args.inner
-        fn = {"forward": forward_row, "stm": stm_row, "combined": combined_row}[args.child]
+        fn = {"forward": forward_row, "stm": stm_row, "gradient50": gradient_row,
+              "combined": combined_row}[args.child]  # fmt: skip
         print(json.dumps(fn(args.rounds, args.quick), default=cm._json_default))
         return 0
     data = run(args.rounds, args.only, args.inner, args.compile_cases, args.quick, args.out,
