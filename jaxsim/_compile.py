@@ -84,15 +84,17 @@ def loops_hoisted() -> bool:
 
 
 class ReplayedDecisionsWarning(UserWarning):
-    """Given by `simulate` when it is differentiated in reverse mode through a diffrax solver's
-    adaptive steps, with a checkpointing adjoint (diffrax's `RecursiveCheckpointAdjoint`, its
+    """Given by `simulate` when it is differentiated in reverse mode through adaptive steps in
+    diffrax's loop (a diffrax solver, or any adaptive pair on the clocked driver: clocks, events,
+    discontinuities, `dtmax`), with a checkpointing adjoint (diffrax's `RecursiveCheckpointAdjoint`, its
     default, or `DirectAdjoint`), while XLA compiles small loops as one function
     (`JAXSIM_SMALL_LOOPS=1`, `jaxsim.small_loops()`).
 
     Such an adjoint recomputes the steps in the backward pass and decides them again (accept or
     reject, breakpoints); compiled differently, the recomputation can round differently, decide
-    differently, and give a wrong gradient. jaxsim's own adaptive pairs (`js.Dopri8()` rather than
-    `js.Dopri8().to_diffrax()`) record their steps and are not affected. The engine guide, "Loop
+    differently, and give a wrong gradient. jaxsim's own adaptive pairs on plain runs
+    (`js.Dopri8()` rather than `js.Dopri8().to_diffrax()`) record their steps and are not
+    affected. The engine guide, "Loop
     speed on the CPU", has the measurements."""
 
 
@@ -115,7 +117,7 @@ def _differentiated(tree) -> bool:
 
 
 def warn_if_replayed(adjoint, *inputs) -> None:
-    """Warn (`ReplayedDecisionsWarning`) when an adaptive run on a diffrax solver is differentiated
+    """Warn (`ReplayedDecisionsWarning`) when an adaptive run in diffrax's loop is differentiated
     with a checkpointing adjoint (`None`, diffrax's `RecursiveCheckpointAdjoint` or
     `DirectAdjoint`) while small-loop hoisting is on (`loops_hoisted`).
 
@@ -140,12 +142,12 @@ def warn_if_replayed(adjoint, *inputs) -> None:
         return
     if _differentiated(inputs):
         warnings.warn(
-            "jaxsim: a gradient through adaptive steps of a diffrax solver while XLA small-loop "
+            "jaxsim: a gradient through adaptive steps in diffrax's loop while XLA small-loop "
             "hoisting is on (JAXSIM_SMALL_LOOPS=1): the backward pass recomputes the steps and "
             "their accept/reject decisions, and a recomputation that rounds differently can "
-            "decide differently (a wrong gradient). Use a jaxsim adaptive solver (e.g. "
-            "`js.Dopri8()`, not `.to_diffrax()`), whose adjoint records the steps, or leave "
-            "JAXSIM_SMALL_LOOPS unset.",
+            "decide differently (a wrong gradient). On plain runs use a jaxsim adaptive solver "
+            "(e.g. `js.Dopri8()`, not `.to_diffrax()`), whose adjoint records the steps; or "
+            "leave JAXSIM_SMALL_LOOPS unset.",
             ReplayedDecisionsWarning,
             stacklevel=4,
         )

@@ -288,9 +288,11 @@ def _run(req, throw: bool, start) -> tuple:
         path = "diffrax" if kind.adaptive or isinstance(solver, dfx.AbstractSolver) else "SDE"
         return rep, sol, path
     is_jaxsim, adaptive = kind.native, kind.adaptive
-    if adaptive and not (is_jaxsim and _adaptive_core.supports(solver, y0, adjoint)):
-        # diffrax's adaptive loop (clocked segments included): its checkpointing adjoints
-        # re-decide the steps in the backward pass (`jaxsim._compile.warn_if_replayed`).
+    # jaxsim's pairs on the lean core; any other adaptive run (clocked segments included) is
+    # diffrax's loop, whose checkpointing adjoints re-decide the steps in the backward pass.
+    own_core = (adaptive and is_jaxsim and kind.driver != "clocked"
+                and _adaptive_core.supports(solver, y0, adjoint))  # fmt: skip
+    if adaptive and not own_core:
         warn_if_replayed(adjoint, model, y0, args, t0, t1)
     if kind.driver == "clocked":
         from ._clocked import simulate_clocked
@@ -304,7 +306,7 @@ def _run(req, throw: bool, start) -> tuple:
         numbers = (_tolerance(req.rtol), _tolerance(req.atol), int(req.max_steps),
                    bool(req.outputs), bool(throw), concrete_breakpoints(model))  # fmt: skip
         dt0 = None if dt is None else float(dt)
-    if adaptive and is_jaxsim and _adaptive_core.supports(solver, y0, adjoint):
+    if own_core:
         # jaxsim's pairs run on jaxsim's own adaptive core (diffrax's step control, one loop over
         # the flat state); a diffrax solver instance (e.g. `solver.to_diffrax()`) runs in diffrax.
         rep = start()
@@ -355,7 +357,10 @@ def _run_free(
         numbers = (_tolerance(rtol), _tolerance(atol), int(max_steps), bool(outputs), bool(throw))
         jump_ts = concrete_breakpoints(model)
         rep = start()
-        if kind.native and _adaptive_core.supports(solver, y0, adjoint):
+        own_core = kind.native and _adaptive_core.supports(solver, y0, adjoint)
+        if not own_core:
+            warn_if_replayed(adjoint, model, y0, args, t0, t1, ts)
+        if own_core:
             sol = guarded(rep, _adaptive_core.run,
                 model, y0, args, solver, t0, t1, ts, dt0, *numbers, jump_ts,
                 _adaptive_core.loop_kind(adjoint), horizon.endpoints_only, rep,
