@@ -6,8 +6,14 @@ cross-check path). One loop iteration is one attempted step on the flat state ve
 (`jaxsim._layout`): the stages, the error norm, the step-size controller, the step map and the
 samples, with no pytree machinery between steps.
 
-**Semantics: diffrax's, step for step.** The controller is an integral (I) controller with the
-defaults of `diffrax.PIDController` (Söderlind's PID family with $k_I = 1$, $k_P = k_D = 0$):
+**Semantics: diffrax's, step for step.** The controller is `diffrax.PIDController`'s (Söderlind's
+PID family, "Digital filters in adaptive time-stepping", ACM TOMS 29(1) 2003) with $k_D = 0$: by
+default the integral (I) controller, $k_I = 1$, $k_P = 0$ (below); with
+`stepsize_controller=PIDController(..., pcoeff=k_P, icoeff=k_I)` a PI controller, whose factor
+$0.9\,\epsilon^{-(k_P + k_I)/q}\,\epsilon_{prev}^{k_P/q}$ ($\epsilon_{prev}$ that of the last
+accepted step, 1 before the first; an $\epsilon$ of 0 or $\infty$ is kept as 1) takes the place of
+$0.9\,\epsilon^{-1/q}$ in the rules below (`gains`; the default gains take the square-root path
+below, bit for bit as without a controller):
 
 - error $\epsilon = \mathrm{RMS}_i\big(e_i / (a_{tol} + r_{tol} \max(|y_{0,i}|, |y_{1,i}|))\big)$
   over the flat state ($e$ the embedded difference; a NaN in $e$ counts as $\infty$, a NaN in
@@ -28,7 +34,8 @@ defaults of `diffrax.PIDController` (Söderlind's PID family with $k_I = 1$, $k_
   changed the state (the MRP shadow switch).
 
 The same rules as diffrax's controller give the same steps: measured step counts equal diffrax's
-on the J2 orbit, a Kepler e = 0.7 orbit and the spacecraft (`tests/test_adaptive_core.py`).
+on the J2 orbit, a Kepler e = 0.7 orbit and the spacecraft (`tests/test_adaptive_core.py`), and
+with PI gains (0.2, 0.4) for Tsit5, Dopri5 and Dopri8 (`tests/test_pi_control.py`).
 
 **Dense output** for samples `ts`: the pair's own interpolant (diffrax's interpolation classes:
 Tsitouras's for Tsit5, Shampine's for Dopri5, the 7th-order one of Dopri8; Verner's 8th-order
@@ -76,6 +83,8 @@ from ._results import RESULTS
 SAFETY = 0.9
 FACTOR_MIN = 0.2
 FACTOR_MAX = 10.0
+# diffrax.PIDController's default `(pcoeff, icoeff)`: the I controller (the fast path).
+DEFAULT_GAINS = (0.0, 1.0)
 # A step ending within this many ulps of t1 is stretched to t1 (diffrax's rule).
 _END_ULPS = 100
 # Progress reports every this many attempted steps (one host call per step would dominate the
@@ -274,6 +283,7 @@ class _State(eqx.Module):
     save_index: jax.Array
     ys: jax.Array
     rec: object = None  # `integrate_adjoint`'s record of accepted steps (`_Chunk`), or None
+    prev_inv: object = None  # the PI controller's 1/eps of the last accepted step, or None
 
 
 def integrate(
@@ -298,6 +308,7 @@ def integrate(
     blocks=1,
     record=0,
     record_tangents=False,
+    gains=DEFAULT_GAINS,
 ):
     """Integrate `y' = f(t, y)` (flat `y0`) from `t0` to `t1`, sampling at `ts` (sorted, within
     [t0, t1]; may be traced).
@@ -314,6 +325,8 @@ def integrate(
     times, the start states of the first D accepted steps and of every K-th (`integrate_adjoint`'s
     forward pass; with `record_tangents` also the derivatives of those times w.r.t. `(t0, t1)`),
     returned under `record` (a `_Record`; K a multiple of `_chunk_size`, D of K).
+    `gains`: the controller's `(pcoeff, icoeff)`, Python floats (`diffrax.PIDController`'s; the
+    default `(0, 1)` is the I controller; module docstring).
 
     Returns a dict: `ys` (samples, `(len(ts), n)`, in the coordinates of the step each was
     interpolated in: apply the step map to read them canonically), `counts`, `num_steps`
@@ -337,6 +350,8 @@ def integrate(
     t1_floor = _ulps_before(t1, _END_ULPS)
     jumps = np.sort(np.asarray(jump_ts, dtype=float)) if len(jump_ts) else None
     inv_order = 1.0 / pair.order
+    pcoeff, icoeff = (float(g) for g in gains)
+    pi_control = (pcoeff, icoeff) != DEFAULT_GAINS
 
     def clip_jump(t_start, t_end):
         """Bump a start sitting just before (or on) a breakpoint past it; end the step just
@@ -400,6 +415,7 @@ def integrate(
         tprev=t0, tnext=tnext, y=y0, f_last=f0, redo=jnp.asarray(False), num_steps=zero,
         num_accepted=zero, counts=counts0, save_index=zero, ys=ys0,
         rec=_Chunk.empty(record_tangents, y0, first_end, t0, t1) if record else None,
+        prev_inv=jnp.ones((), y0.dtype) if pi_control and pcoeff != 0 else None,
     )  # fmt: skip
     ts_arr = ts
 
@@ -434,8 +450,21 @@ def integrate(
         keep = ss < n_block
         fmin = jnp.where(keep, 1.0, FACTOR_MIN)
         fmax = jnp.where(keep, FACTOR_MAX, SAFETY)
-        gain = SAFETY * float(n_block) ** (0.5 * inv_order)
-        factor = jnp.clip(gain * _neg_root(ss, 2 * pair.order), fmin, fmax)
+        prev_inv = s.prev_inv
+        if not pi_control:
+            gain = SAFETY * float(n_block) ** (0.5 * inv_order)
+            factor = jnp.clip(gain * _neg_root(ss, 2 * pair.order), fmin, fmax)
+        else:
+            # diffrax's PIDController with k_P = pcoeff, k_I = icoeff (module docstring): the
+            # factor 0.9 (1/eps)^((pcoeff + icoeff)/q) (1/eps_prev)^(-pcoeff/q), eps_prev that
+            # of the last accepted step (1 before the first), an eps of 0 or inf stored as 1.
+            inv = 1.0 / jnp.sqrt(ss / n_block)
+            factor = SAFETY * inv ** ((pcoeff + icoeff) * inv_order)
+            if pcoeff != 0:
+                factor = factor * prev_inv ** (-pcoeff * inv_order)
+                inv_kept = jnp.where((inv == 0) | jnp.isinf(inv), 1.0, inv)
+                prev_inv = jnp.where(keep, inv_kept.astype(prev_inv.dtype), prev_inv)
+            factor = jnp.clip(factor, fmin, fmax)
         factor = jax.lax.stop_gradient(factor)
         t_start, t_end, made_jump = advance(tp, tn, keep, factor, t1, t1_floor)
 
@@ -489,7 +518,7 @@ def integrate(
         return _State(
             tprev=t_start, tnext=t_end, y=y_new, f_last=f_new, redo=redo_new,
             num_steps=s.num_steps + 1, num_accepted=s.num_accepted + keep.astype(jnp.int64),
-            counts=counts, save_index=save_index, ys=ys, rec=rec,
+            counts=counts, save_index=save_index, ys=ys, rec=rec, prev_inv=prev_inv,
         )  # fmt: skip
 
     if record:
@@ -1322,7 +1351,7 @@ def _identity_step_map(model) -> bool:
 @jaxsim_jit
 def run(
     model, y0, args, solver, t0, t1, ts, dt0, rtol, atol, max_steps, outputs, throw, jump_ts,
-    loop, endpoints_only, progress=None,
+    loop, endpoints_only, progress=None, gains=DEFAULT_GAINS,
 ):  # fmt: skip
     """`simulate`'s adaptive run on this core (the counterpart of `jaxsim._plain._run_adaptive`,
     on the diffrax core)."""
@@ -1343,7 +1372,7 @@ def run(
     common = dict(
         pair=pair, dt0=dt0, max_steps=max_steps, jump_ts=jump_ts,
         counts0=zeros_counts(model, y0), endpoints_only=endpoints_only,
-        unrolled=solver.unrolled, progress=progress,
+        unrolled=solver.unrolled, progress=progress, gains=gains,
     )  # fmt: skip
     if loop in ("sensitivity", "adjoint"):
         # The model's and args' arrays are the inputs the derivatives may be taken to.

@@ -90,11 +90,13 @@ def _run_adaptive(
     adjoint=None,
     endpoints_only=False,
     progress=None,
+    gains=(0.0, 1.0),
 ):
     core = DiffraxSegments(model, y0, dsolver, adjoint)
     controller = dfx.PIDController(
-        rtol=rtol, atol=atol, jump_ts=None if not jump_ts else jnp.asarray(jump_ts)
-    )
+        rtol=rtol, atol=atol, pcoeff=gains[0], icoeff=gains[1],
+        jump_ts=None if not jump_ts else jnp.asarray(jump_ts),
+    )  # fmt: skip
     sol = core.solve(
         t0,
         t1,

@@ -145,6 +145,36 @@ def check_tolerances(rtol, atol) -> None:
         )
 
 
+# diffrax.PIDController's default `(pcoeff, icoeff)`: the I controller.
+DEFAULT_GAINS = (0.0, 1.0)
+
+
+def check_gains(pcoeff, icoeff) -> tuple[float, float]:
+    """`PIDController(pcoeff, icoeff)` [-]: concrete finite scalars, `pcoeff >= 0`, `icoeff > 0`;
+    returned as Python floats (static: part of the compiled program)."""
+    gains = []
+    for name, value, ok, rule in (
+        ("pcoeff", pcoeff, lambda x: x >= 0, ">= 0"),
+        ("icoeff", icoeff, lambda x: x > 0, "> 0"),
+    ):
+        try:
+            x = float(np.asarray(value, dtype=float).item())
+        except (
+            TypeError, ValueError, jax.errors.ConcretizationTypeError,
+            jax.errors.TracerArrayConversionError,
+        ) as err:  # fmt: skip
+            raise ValueError(
+                f"simulate: `PIDController({name}=...)` [-] must be a concrete scalar (it is part "
+                f"of the compiled program); got {value!r}."
+            ) from err
+        if not (np.isfinite(x) and ok(x)):
+            raise ValueError(
+                f"simulate: `PIDController({name}=...)` [-] must be finite and {rule}; got {x!r}."
+            )
+        gains.append(x)
+    return tuple(gains)
+
+
 def check_solver(solver) -> None:
     """A jaxsim or diffrax solver *instance* (a class gets "pass `js.RK4()`")."""
     if isinstance(solver, type) and issubclass(solver, AbstractSolver | dfx.AbstractSolver):
@@ -1397,6 +1427,7 @@ class Request:
     event_tol: float = 1e-9
     dtmax: Any = None
     root_finder: Any = None
+    gains: tuple = DEFAULT_GAINS
     free: bool = False
     seg: tuple | None = None
     noise_dim: int = 0
@@ -1443,6 +1474,7 @@ def build_request(
     progress=False,
     num_steps=None,
     num_samples=None,
+    gains=DEFAULT_GAINS,
 ) -> Request:
     """Every check of `simulate`'s arguments, once, in argument order; the checked `Request`.
 
@@ -1450,7 +1482,8 @@ def build_request(
     run-time inputs; their concrete values are checked here and the free-time planner's
     `horizon` (checked times, steps and samples) is in the request (`free`, `horizon`; `seg`
     None). `num_steps` gives a step as `dt` does (for the solver's kind: a diffrax solver then
-    runs fixed-step); `num_samples` uniform samples in `[t0, t1]` stand for `ts`.
+    runs fixed-step); `num_samples` uniform samples in `[t0, t1]` stand for `ts`. `gains`: the
+    step-size controller's `(pcoeff, icoeff)` (`stepsize_controller=PIDController(...)`).
     """
     from . import _free_time
     from ._progress import check_progress
@@ -1477,6 +1510,7 @@ def build_request(
     check_solver(solver)
     type(model).check_solver(model, solver, dt)  # no bound-method module (see `simulate`)
     check_tolerances(rtol, atol)
+    gains = check_gains(*gains)
     key = check_key(key)
     max_steps = check_max_steps(max_steps)
     if event_tol is None:
@@ -1505,7 +1539,7 @@ def build_request(
         outputs=bool(outputs), checkpoint=bool(checkpoint), throw=bool(throw), adjoint=adjoint,
         progress=progress, dW=dW, dZ=dZ, brownian=brownian, clocks=clocks, events=events,
         discontinuities=discontinuities, max_events=max_events, event_tol=event_tol if event_tol_ is None else float(event_tol_),
-        dtmax=dtmax, root_finder=root_finder, free=bool(free),
+        dtmax=dtmax, root_finder=root_finder, gains=gains, free=bool(free),
     )  # fmt: skip
     name = kind.name
     if kind.driver == "sde":

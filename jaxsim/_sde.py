@@ -68,6 +68,8 @@ def simulate_sde(req, *, throw, progress=None):
                 # Arrays: arguments of the program, so a sweep over them compiles once.
                 rtol=np.asarray(float(req.rtol)),
                 atol=np.asarray(float(req.atol)),
+                pcoeff=req.gains[0],
+                icoeff=req.gains[1],
                 jump_ts=None if not model.breakpoints() else jnp.asarray(model.breakpoints()),
                 # Steps end on the sample times: interpolating a rough path between steps is wrong.
                 step_ts=jnp.asarray(ts),

@@ -32,7 +32,7 @@ from ._dynamic_object import AbstractDynamicObject
 from ._events import Event
 from ._host_checks import on_host, raise_if_failed
 from ._plain import _DiffraxFixed, _FixedConfig, _run_adaptive, _run_fixed
-from ._request import build_request
+from ._request import DEFAULT_GAINS, build_request
 from ._signals import concrete_breakpoints
 from ._solution import Solution
 from ._solvers import (
@@ -45,7 +45,7 @@ from ._validity import InProgram
 # diffrax's spellings of `simulate`'s arguments (`jaxsim._vocabulary`), and the arguments of
 # `simulate` they may replace.
 _DIFFRAX_KEYS = ("dt0", "saveat", "stepsize_controller", "progress_meter")
-_TRANSLATED = ("dt", "ts", "rtol", "atol", "dtmax", "progress")
+_TRANSLATED = ("dt", "ts", "rtol", "atol", "dtmax", "progress", "stepsize_controller")
 
 
 # JAX's error for a `jvp` of a `custom_vjp` function (a reverse-mode adjoint).
@@ -222,7 +222,8 @@ def simulate(
     - `dt0`, `saveat`, `stepsize_controller`, `progress_meter`: diffrax's spellings, accepted
       where they mean what jaxsim's arguments mean and translated into them (`dt0` is `dt`;
       `SaveAt(t0, ts, steps, t1)` gives `ts`; `PIDController(rtol, atol, dtmax)` gives `rtol`,
-      `atol`, `dtmax`; `ConstantStepSize()` a fixed step `dt`; a tqdm or text meter is
+      `atol`, `dtmax`, and its `pcoeff`, `icoeff` set the controller's gains on every adaptive
+      path; `ConstantStepSize()` a fixed step `dt`; a tqdm or text meter is
       `progress=True`), otherwise refused with a message giving jaxsim's spelling.
 
     `dt`, `sample_dt` and the number of samples fix the shape of the computation and must be
@@ -242,6 +243,9 @@ def simulate(
         discontinuities=discontinuities, max_events=max_events, event_tol=event_tol,
         dtmax=dtmax, root_finder=root_finder, adjoint=adjoint, progress=progress,
         num_steps=num_steps, num_samples=num_samples,
+        # A `PIDController` with other gains than the I controller's (`jaxsim._vocabulary`).
+        gains=(DEFAULT_GAINS if stepsize_controller is None
+               else (stepsize_controller.pcoeff, stepsize_controller.icoeff)),
     )  # fmt: skip
     model, y0, args, key, kind = req.model, req.y0, req.args, req.key, req.kind
     t0, t1, ts, dt, progress = req.t0, req.t1, req.ts, req.dt, req.progress
@@ -261,7 +265,7 @@ def simulate(
         rep, sol, path = _run_free(
             model, y0, args, solver, kind, req.horizon, dt=dt, rtol=rtol, atol=atol,
             max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw,
-            adjoint=adjoint, start=start,
+            adjoint=adjoint, start=start, gains=req.gains,
         )  # fmt: skip
     else:
         rep, sol, path = _run(req.replace(y0=y0), throw, start)
@@ -312,7 +316,7 @@ def _run(req, throw: bool, start) -> tuple:
         rep = start()
         sol = guarded(rep, _adaptive_core.run,
             model, y0, args, solver, t0, t1, np.asarray(ts), dt0, *numbers,
-            _adaptive_core.loop_kind(adjoint), endpoints_only, rep,
+            _adaptive_core.loop_kind(adjoint), endpoints_only, rep, gains=req.gains,
         )  # fmt: skip
         return rep, sol, "diffrax"
     if adaptive:
@@ -322,7 +326,7 @@ def _run(req, throw: bool, start) -> tuple:
         rep = start()
         sol = guarded(rep, _run_adaptive,
             model, y0, args, dsolver, t0, t1, np.asarray(ts), dt0, *numbers, adjoint,
-            endpoints_only, rep,
+            endpoints_only, rep, gains=req.gains,
         )  # fmt: skip
         return rep, sol, "diffrax"
     if not is_jaxsim:
@@ -344,7 +348,7 @@ def _tolerance(x) -> np.ndarray:
 
 def _run_free(
     model, y0, args, solver, kind, horizon, *, dt, rtol, atol, max_steps, outputs, checkpoint,
-    throw, adjoint, start,
+    throw, adjoint, start, gains=DEFAULT_GAINS,
 ):  # fmt: skip
     """`(progress reporter, Solution, path)` of a run with free times (`jaxsim._free_time`): the
     horizon's times are run-time inputs of the adaptive and fixed-step drivers (traced, or
@@ -363,13 +367,13 @@ def _run_free(
         if own_core:
             sol = guarded(rep, _adaptive_core.run,
                 model, y0, args, solver, t0, t1, ts, dt0, *numbers, jump_ts,
-                _adaptive_core.loop_kind(adjoint), horizon.endpoints_only, rep,
+                _adaptive_core.loop_kind(adjoint), horizon.endpoints_only, rep, gains=gains,
             )  # fmt: skip
         else:
             dsolver = type(solver).to_diffrax(solver) if kind.native else solver
             sol = guarded(rep, _run_adaptive,
                 model, y0, args, dsolver, t0, t1, ts, dt0, *numbers, jump_ts, adjoint,
-                horizon.endpoints_only, rep,
+                horizon.endpoints_only, rep, gains=gains,
             )  # fmt: skip
         path = "diffrax"
     else:

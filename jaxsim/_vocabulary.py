@@ -12,9 +12,11 @@ adaptive, clocks/events, SDE) sees one request:
   (t0, then `ts` or every `steps`-th step of a fixed-step run, then t1). jaxsim ends a run at its
   last sample, so the samples must end at `t1`. Dense output, `fn`, several `subs`, and saving
   solver or controller state are refused (jaxsim has `ts`/`sample_dt`, `outputs` and `stats`).
-- `stepsize_controller`: `PIDController(rtol, atol, dtmax=...)` with diffrax's default
-  coefficients is `rtol`, `atol` (and `dtmax`); `ConstantStepSize()` is a fixed-step run with
-  `dt`. Other settings (`dtmin`, PID coefficients, factors, norms, `ClipStepSizeController`,
+- `stepsize_controller`: `PIDController(rtol, atol, pcoeff=..., icoeff=..., dtmax=...)` is
+  `rtol`, `atol` (and `dtmax`) with the controller's proportional and integral gains (default
+  `pcoeff=0`, `icoeff=1`: the I controller; e.g. `pcoeff=0.2, icoeff=0.4` a PI controller, same
+  semantics on jaxsim's adaptive core and in diffrax); `ConstantStepSize()` is a fixed-step run
+  with `dt`. Other settings (`dtmin`, `dcoeff`, factors, norms, `ClipStepSizeController`,
   `StepTo`) have no jaxsim equivalent and are refused by name.
 - `progress_meter`: `NoProgressMeter()` is `progress=False`; `TqdmProgressMeter()` and
   `TextProgressMeter()` are `progress=True` (jaxsim picks the display).
@@ -31,6 +33,7 @@ import diffrax as dfx
 import jax
 import numpy as np
 
+from ._request import DEFAULT_GAINS, check_gains
 from ._solvers import AbstractSolver
 
 
@@ -80,7 +83,7 @@ def _controller(ctrl, solver, dt, update):
         reference = dfx.PIDController(rtol=ctrl.rtol, atol=ctrl.atol)
         unsupported = []
         for field in dataclasses.fields(dfx.PIDController):
-            if field.name in ("rtol", "atol", "dtmax"):
+            if field.name in ("rtol", "atol", "dtmax", "pcoeff", "icoeff"):
                 continue
             mine, default = getattr(ctrl, field.name), getattr(reference, field.name)
             same = mine is default
@@ -94,9 +97,12 @@ def _controller(ctrl, solver, dt, update):
         if unsupported:
             _refuse(
                 f"`stepsize_controller=PIDController(...)`: {', '.join(unsupported)} has no "
-                "jaxsim equivalent. jaxsim's adaptive driver uses diffrax's default controller; "
-                "set its tolerances with `rtol`, `atol` and its largest step with `dtmax` [s]."
+                "jaxsim equivalent. jaxsim's adaptive driver uses diffrax's PI controller; "
+                "set its tolerances with `rtol`, `atol`, its largest step with `dtmax` [s] and "
+                "its gains with `pcoeff`, `icoeff`."
             )
+        if check_gains(ctrl.pcoeff, ctrl.icoeff) != DEFAULT_GAINS:
+            update["stepsize_controller"] = ctrl  # its gains go into the request
         update["rtol"], update["atol"] = ctrl.rtol, ctrl.atol
         if ctrl.dtmax is not None:
             update["dtmax"] = ctrl.dtmax

@@ -105,8 +105,9 @@ def split_step(t_a, t_b, dt):
 
 def pid(num, cfg):
     return dfx.PIDController(
-        rtol=num["rtol"], atol=num["atol"], dtmax=num["dtmax"] if cfg.has_dtmax else None
-    )
+        rtol=num["rtol"], atol=num["atol"], pcoeff=cfg.gains[0], icoeff=cfg.gains[1],
+        dtmax=num["dtmax"] if cfg.has_dtmax else None,
+    )  # fmt: skip
 
 
 def _window(run, t_a):

@@ -22,6 +22,7 @@ class _Config:
     adaptive: bool
     has_dt: bool
     has_dtmax: bool
+    gains: tuple  # the step-size controller's (pcoeff, icoeff), Python floats
     max_steps: int
     max_events: int
     outputs: bool
@@ -65,6 +66,7 @@ def simulate_clocked(req, *, dsolver, throw, progress=None) -> Solution:
         adaptive=bool(req.kind.adaptive),
         has_dt=req.dt is not None,
         has_dtmax=req.dtmax is not None,
+        gains=req.gains,
         max_steps=req.max_steps,
         max_events=max_events,
         outputs=req.outputs,
