@@ -9,13 +9,13 @@ the run without a controller bit for bit; central finite differences for gradien
 import math
 
 import diffrax as dfx
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxsim as js
+from tests.test_adaptive_core import MU, Kepler
 
 
 # Step counts vs diffrax: the same controller on error estimates that differ by round-off only
@@ -30,28 +30,11 @@ STATE_REL_TOL_FACTOR = 100.0
 GRAD_REL_TOL = 1e-6
 FD_STEP = 1e-6
 
-MU = 1.0  # nondimensional two-body problem (period 2 pi a^1.5)
 RTOL = 1e-9
 # An explicit first step [-] for jaxsim's core and `diffeqsolve`: their first steps without one
 # differ (measured on this orbit: 0.031 and 0.01), so the comparison fixes it.
 DT0 = 0.05
 PI = (0.2, 0.4)  # (pcoeff, icoeff): a PI controller (Söderlind's family, diffrax's parameters)
-
-
-class Kepler(js.AbstractDynamicObject):
-    mu: jax.Array
-    name: str = eqx.field(static=True, default="kepler")
-
-    def init_state(self, e=0.7):
-        """Periapsis of an orbit with a = 1, eccentricity e, inclined 0.3 rad."""
-        rp, vp = 1.0 - e, math.sqrt(MU * (1.0 + e) / (1.0 - e))
-        ci, si = math.cos(0.3), math.sin(0.3)
-        return {"r": jnp.array([rp, 0.0, 0.0]), "v": jnp.array([0.0, vp * ci, vp * si])}
-
-    def drift(self, t, y, args):
-        r = y["r"]
-        r2 = r @ r
-        return {"r": y["v"], "v": -self.mu * r / (r2 * jnp.sqrt(r2))}
 
 
 def pid(gains, **kw):
