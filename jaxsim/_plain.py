@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from ._adaptive_core import DEFAULT_GAINS
 from ._compile import jit as jaxsim_jit
 from ._diffrax_core import DiffraxSegments, _stages
 from ._fixed_grid import chunked_drift, scan_grid, stages_remat
@@ -90,7 +91,7 @@ def _run_adaptive(
     adjoint=None,
     endpoints_only=False,
     progress=None,
-    gains=(0.0, 1.0),
+    gains=DEFAULT_GAINS,
 ):
     core = DiffraxSegments(model, y0, dsolver, adjoint)
     controller = dfx.PIDController(

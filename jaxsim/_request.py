@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from ._adaptive_core import DEFAULT_GAINS
 from ._checks import _validity, args_as_traced, match_tree, model_as_traced
 from ._clocks import AbstractDiscreteModel, plan_ticks, with_held
 from ._dynamic_object import (
@@ -143,10 +144,6 @@ def check_tolerances(rtol, atol) -> None:
             "simulate: `rtol` [-] and `atol` [state units] must not both be 0 (no step would "
             "ever be accepted); got rtol=0.0, atol=0.0."
         )
-
-
-# diffrax.PIDController's default `(pcoeff, icoeff)`: the I controller.
-DEFAULT_GAINS = (0.0, 1.0)
 
 
 def check_gains(pcoeff, icoeff) -> tuple[float, float]:

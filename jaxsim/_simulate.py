@@ -361,15 +361,13 @@ def _run_free(
         numbers = (_tolerance(rtol), _tolerance(atol), int(max_steps), bool(outputs), bool(throw))
         jump_ts = concrete_breakpoints(model)
         rep = start()
-        own_core = kind.native and _adaptive_core.supports(solver, y0, adjoint)
-        if not own_core:
-            warn_if_replayed(adjoint, model, y0, args, t0, t1, ts)
-        if own_core:
+        if kind.native and _adaptive_core.supports(solver, y0, adjoint):
             sol = guarded(rep, _adaptive_core.run,
                 model, y0, args, solver, t0, t1, ts, dt0, *numbers, jump_ts,
                 _adaptive_core.loop_kind(adjoint), horizon.endpoints_only, rep, gains=gains,
             )  # fmt: skip
         else:
+            warn_if_replayed(adjoint, model, y0, args, t0, t1, ts)
             dsolver = type(solver).to_diffrax(solver) if kind.native else solver
             sol = guarded(rep, _run_adaptive,
                 model, y0, args, dsolver, t0, t1, ts, dt0, *numbers, jump_ts, adjoint,

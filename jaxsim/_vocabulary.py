@@ -33,7 +33,6 @@ import diffrax as dfx
 import jax
 import numpy as np
 
-from ._request import DEFAULT_GAINS, check_gains
 from ._solvers import AbstractSolver
 
 
@@ -101,8 +100,7 @@ def _controller(ctrl, solver, dt, update):
                 "set its tolerances with `rtol`, `atol`, its largest step with `dtmax` [s] and "
                 "its gains with `pcoeff`, `icoeff`."
             )
-        if check_gains(ctrl.pcoeff, ctrl.icoeff) != DEFAULT_GAINS:
-            update["stepsize_controller"] = ctrl  # its gains go into the request
+        update["stepsize_controller"] = ctrl  # its gains, checked with the request's arguments
         update["rtol"], update["atol"] = ctrl.rtol, ctrl.atol
         if ctrl.dtmax is not None:
             update["dtmax"] = ctrl.dtmax
