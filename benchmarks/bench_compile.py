@@ -151,7 +151,7 @@ def _best_child(spec: dict, repeats: int) -> dict:
 def stages_row(repeats: int) -> list[dict]:
     """Cold first calls of the J2 programs by pair, stages written out or looped, forward/grad."""
     import jaxsim as js
-    from jaxsim import _adaptive_core as core
+    from jaxsim._cores import _adaptive as core
 
     rows = []
     for name in STAGE_SOLVERS:

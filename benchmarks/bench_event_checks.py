@@ -1,6 +1,6 @@
 """Benchmark: the cost of checking event conditions inside every step (issue #33 item 3).
 
-Since the check grid (`jaxsim/_clocked/_guard.py`), every step of an event run checks each condition
+Since the check grid (`jaxsim/_events/_guard.py`), every step of an event run checks each condition
 on the step's dense output (values and rates at the step's ends and midpoint, more points only
 where the condition comes near zero) instead of comparing signs at step ends. It changes neither
 the steps nor the number of RHS evaluations; this script measures what it costs in run time.

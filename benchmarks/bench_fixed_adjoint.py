@@ -7,14 +7,14 @@ alternating the programs round by round in one process:
 
 - forward, `jax.grad` (reverse mode, all 153 spacecraft parameters): the default
   (`checkpoint=True`; with XLA's loops compiled whole, a run whose stage inputs fit in
-  `jaxsim._fixed_grid.STORE_BYTES` stores them all, as this one does), the same past that budget
+  `jaxsim._cores._fixed_grid.STORE_BYTES` stores them all, as this one does), the same past that budget
   (`STORE_BYTES` set to 0 while tracing: checkpointed sub-blocks) and `checkpoint=False`;
   `jax.jvp` with one tangent, and `jax.jacfwd` of the final rate w.r.t. 3 parameters (3 tangents);
   wall time (fastest call of a round) and the process CPU time of the same calls (on a loaded
   machine the CPU time is the steadier figure);
 - the floors that bound them: 4 evaluations per step of the spacecraft drift in a `lax.scan`, of
   its JVP, of its VJP w.r.t. the state only and w.r.t. state and parameters (each with the drift's
-  forward pass), and one VJP of one whole RK4 step per step (`jaxsim._solvers` stage loop, as the
+  forward pass), and one VJP of one whole RK4 step per step (`jaxsim._solvers._ode` stage loop, as the
   backward pass uses it);
 - the first gradient in a fresh process (import, model, trace, compile, run), in a subprocess.
 
@@ -76,7 +76,7 @@ def _programs(t1):
 
     import jaxsim as js
     from effectors.scenarios import combined
-    from jaxsim import _fixed_grid
+    from jaxsim._cores import _fixed_grid
 
     sc, y0, _ = combined()
     params, static = eqx.partition(sc, eqx.is_inexact_array)
@@ -136,8 +136,8 @@ def _floors(n_steps):
 
     import jaxsim as js
     from effectors.scenarios import combined
-    from jaxsim._fixed_grid import chunked_drift
-    from jaxsim._layout import StateLayout
+    from jaxsim._cores._fixed_grid import chunked_drift
+    from jaxsim._model._layout import StateLayout
 
     sc, y0, _ = combined()
     layout = StateLayout.of(y0)
@@ -243,7 +243,7 @@ def _measure(quick: bool, horizon: float) -> dict:
     """Every program of this process (its XLA configuration), alternated round by round."""
     import jax
 
-    from jaxsim._compile import loops_hoisted
+    from jaxsim._compilation._jit import loops_hoisted
 
     rounds, calls = (3, 3) if quick else (5, 5)
     n_steps = int(round(horizon / DT))

@@ -9,7 +9,7 @@ ratios are the median of the per-round ratios, so that a load spike on the share
 both sides of a ratio):
 
 - `lean`: public `simulate(..., solver=Dopri8())` with default options, jaxsim's adaptive core
-  (`jaxsim._adaptive_core`); the figure includes `simulate`'s per-call work in Python (request,
+  (`jaxsim._cores._adaptive`); the figure includes `simulate`'s per-call work in Python (request,
   checks, dispatch);
 - `lean jit`: the same call inside `jaxsim.jit` (the compiled program alone, as heyoka's
   `propagate_until` is the integration alone);
@@ -196,7 +196,7 @@ def floor_program(rtol=RTOL):
     import jax.numpy as jnp
 
     import jaxsim as js
-    from jaxsim import _adaptive_core as ac
+    from jaxsim._cores import _adaptive as ac
 
     pair = ac.pair_of(type(js.Dopri8())._unrolled_cls)
     s = pair.stages

@@ -7,7 +7,7 @@
    function field rebuilt each call (a lambda closing over another float: a new constant of the
    program, so every call compiles; `jaxsim.RecompileWarning` says so at the third). The process's
    resident memory (RSS) is sampled every `--every` compiles, with jaxsim's bound on the programs
-   held per function (`jaxsim._compile.MAX_PROGRAMS`) and with the bound switched off (JAX's own
+   held per function (`jaxsim._compilation._jit.MAX_PROGRAMS`) and with the bound switched off (JAX's own
    caches then keep every program, as before the bound), each in a fresh process; and after
    `jax.clear_caches()`.
 
@@ -98,8 +98,8 @@ def memory_child(compiles: int, every: int, bounded: bool) -> dict:
     import jax
 
     import jaxsim as js
-    from jaxsim import _compile
-    from jaxsim._plain import _run_fixed
+    from jaxsim._compilation import _jit as _compile
+    from jaxsim._drivers._plain import _run_fixed
 
     if not bounded:
         _compile.MAX_PROGRAMS = 10**9

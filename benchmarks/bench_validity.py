@@ -2,7 +2,7 @@
 
 Model and settings of `bench_combined` (`effectors.scenarios.combined`, RK4 at 0.1 s, 10 s samples
 with outputs), over `--horizon` seconds. Three ways of calling, each with the checks on and off
-(off: `jaxsim._checks.check_physical` a no-op and `jaxsim._simulate.InProgram` checking nothing,
+(off: `jaxsim._model._arguments.check_physical` a no-op and `jaxsim._simulate.InProgram` checking nothing,
 i.e. no call-time check, no in-program check and no NaN tangents of failed runs):
 
 - `top level`: `js.simulate(sc, y0, ...)` (concrete model: the call-time check only);
@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # also runnable as
 @contextlib.contextmanager
 def checks_off():
     """The validity checks switched off (restored on exit)."""
-    from jaxsim import _checks, _simulate
+    from jaxsim import _simulate
+    from jaxsim._model import _arguments as _checks
 
     class _Nothing:
         def __init__(self, model, y0):

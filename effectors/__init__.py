@@ -14,26 +14,14 @@ and `effectors.demo` (`python -m effectors.demo`); the optimization demos are th
 import jaxsim as _jaxsim  # noqa: F401  (enables float64 before any array is built)
 
 from . import astro as astro
-from ._drag import Drag as Drag
-from ._eclipse import Eclipse as Eclipse
-from ._effector import (
-    AbstractDynamicEffector as AbstractDynamicEffector,
-    AbstractEffector as AbstractEffector,
-    AbstractStateEffector as AbstractStateEffector,
-    TwoMethodStateEffector as TwoMethodStateEffector,
-    as_contribution as as_contribution,
+from ._actuators._reaction_wheels import ReactionWheels as ReactionWheels
+from ._actuators._thruster_state_effector import ThrusterStateEffector as ThrusterStateEffector
+from ._actuators._thrusters import (
+    OnTimeFSW as OnTimeFSW,
+    OnTimeSchedule as OnTimeSchedule,
+    Thrusters as Thrusters,
 )
-from ._exponential_atmosphere import ExponentialAtmosphere as ExponentialAtmosphere
-from ._ext_force_torque import ExtForceTorque as ExtForceTorque
-from ._flight_software import (
-    AttitudeNavigation as AttitudeNavigation,
-    MRPFeedback as MRPFeedback,
-    RWAttitudeFSW as RWAttitudeFSW,
-    RWMotorTorque as RWMotorTorque,
-    attitude_error as attitude_error,
-    mrp_subtract as mrp_subtract,
-)
-from ._fuel_tank import (
+from ._bodies._fuel_tank import (
     AbstractTankModel as AbstractTankModel,
     CentrifugalBurnTank as CentrifugalBurnTank,
     ConstantDensityTank as ConstantDensityTank,
@@ -43,48 +31,50 @@ from ._fuel_tank import (
     TankProps as TankProps,
     UniformBurnTank as UniformBurnTank,
 )
-from ._geometric_brownian_motion import GeometricBrownianMotion as GeometricBrownianMotion
-from ._gravity import (
+from ._bodies._hinged_rigid_bodies import HingedRigidBodies as HingedRigidBodies
+from ._bodies._mujoco_scene import MuJoCoScene as MuJoCoScene
+from ._bodies._spinning_body import SpinningBodies as SpinningBodies
+from ._bodies._spring_mass_damper import SpringMassDampers as SpringMassDampers
+from ._environment._eclipse import Eclipse as Eclipse
+from ._environment._exponential_atmosphere import ExponentialAtmosphere as ExponentialAtmosphere
+from ._environment._harris_priester import HarrisPriesterAtmosphere as HarrisPriesterAtmosphere
+from ._environment._shadow import conical_illumination as conical_illumination
+from ._forces._drag import Drag as Drag
+from ._forces._ext_force_torque import ExtForceTorque as ExtForceTorque
+from ._forces._gravity import (
     AbstractGravityBody as AbstractGravityBody,
     PointMassGravity as PointMassGravity,
     SphericalHarmonicGravity as SphericalHarmonicGravity,
 )
-from ._gravity_gradient import GravityGradient as GravityGradient
-from ._harris_priester import HarrisPriesterAtmosphere as HarrisPriesterAtmosphere
-from ._hinged_rigid_bodies import HingedRigidBodies as HingedRigidBodies
-from ._hub import Hub as Hub
-from ._joints import (
-    JointContribution as JointContribution,
-    JointRows as JointRows,
-)
-from ._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
-from ._mujoco_scene import MuJoCoScene as MuJoCoScene
-from ._reaction_wheels import ReactionWheels as ReactionWheels
-from ._setup_files import (
-    Setup as Setup,
-    build as build,
-    describe as describe,
-    load_setup as load_setup,
-    save_setup as save_setup,
-)
-from ._shadow import conical_illumination as conical_illumination
-from ._spacecraft import Spacecraft as Spacecraft
-from ._spinning_body import SpinningBodies as SpinningBodies
-from ._spring_mass_damper import SpringMassDampers as SpringMassDampers
-from ._srp import CannonballSRP as CannonballSRP
-from ._stochastic_torque import StochasticTorque as StochasticTorque
-from ._third_body import (
+from ._forces._gravity_gradient import GravityGradient as GravityGradient
+from ._forces._srp import CannonballSRP as CannonballSRP
+from ._forces._stochastic_torque import StochasticTorque as StochasticTorque
+from ._forces._third_body import (
     ThirdBodyGravity as ThirdBodyGravity,
     battin_f as battin_f,
     third_body_acceleration as third_body_acceleration,
 )
-from ._thruster_state_effector import ThrusterStateEffector as ThrusterStateEffector
-from ._thrusters import (
-    OnTimeFSW as OnTimeFSW,
-    OnTimeSchedule as OnTimeSchedule,
-    Thrusters as Thrusters,
+from ._fsw._flight_software import (
+    AttitudeNavigation as AttitudeNavigation,
+    MRPFeedback as MRPFeedback,
+    RWAttitudeFSW as RWAttitudeFSW,
+    RWMotorTorque as RWMotorTorque,
+    attitude_error as attitude_error,
+    mrp_subtract as mrp_subtract,
 )
-from ._types import (
+from ._noise._geometric_brownian_motion import GeometricBrownianMotion as GeometricBrownianMotion
+from ._noise._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
+from ._spacecraft._assembly import Spacecraft as Spacecraft
+from ._spacecraft._contract import (
+    AbstractDynamicEffector as AbstractDynamicEffector,
+    AbstractEffector as AbstractEffector,
+    AbstractStateEffector as AbstractStateEffector,
+    TwoMethodStateEffector as TwoMethodStateEffector,
+    as_contribution as as_contribution,
+)
+from ._spacecraft._hub import Hub as Hub
+from ._spacecraft._joints import JointContribution as JointContribution, JointRows as JointRows
+from ._spacecraft._types import (
     BackSub as BackSub,
     Contribution as Contribution,
     EnergyMomentum as EnergyMomentum,
@@ -92,5 +82,12 @@ from ._types import (
     HubContext as HubContext,
     MassContext as MassContext,
     MassProps as MassProps,
+)
+from ._tools._setup_files import (
+    Setup as Setup,
+    build as build,
+    describe as describe,
+    load_setup as load_setup,
+    save_setup as save_setup,
 )
 from .vizard import read_vizard as read_vizard, write_vizard as write_vizard

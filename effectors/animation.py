@@ -57,9 +57,9 @@ import numpy as np
 
 from jaxsim.animation import Polygons, Polyline, Ray, animate_scene, save_animation
 
-from ._hinged_rigid_bodies import HingedRigidBodies
-from ._reaction_wheels import ReactionWheels
-from ._spacecraft import Spacecraft
+from ._actuators._reaction_wheels import ReactionWheels
+from ._bodies._hinged_rigid_bodies import HingedRigidBodies
+from ._spacecraft._assembly import Spacecraft
 
 
 __all__ = [

@@ -34,7 +34,7 @@ from jaxsim.plotting import (
     time_axis,
 )
 
-from ._spacecraft import _HUB_KEY, _HUB_STATE_UNITS, _OUTPUT_UNITS
+from ._spacecraft._assembly import _HUB_KEY, _HUB_STATE_UNITS, _OUTPUT_UNITS
 
 
 __all__ = [

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._setup_files import default_output, load_setup
+from ._tools._setup_files import default_output, load_setup
 
 
 def main(argv=None) -> int:

@@ -8,11 +8,11 @@ orbit of 5830 s, 10 s samples). Parameters can be overridden, e.g. for Monte Car
 
 import numpy as np
 
-from ._ext_force_torque import ExtForceTorque
-from ._gravity import PointMassGravity
-from ._gravity_gradient import GravityGradient
-from ._hub import Hub
-from ._spacecraft import Spacecraft
+from ._forces._ext_force_torque import ExtForceTorque
+from ._forces._gravity import PointMassGravity
+from ._forces._gravity_gradient import GravityGradient
+from ._spacecraft._assembly import Spacecraft
+from ._spacecraft._hub import Hub
 
 
 MU_EARTH = 398600441500000.0  # [m^3/s^2]
@@ -65,8 +65,8 @@ def combined(state_effectors: bool = True, **overrides):
     dyn = [GravityGradient(earth), ExtForceTorque(torque_B=p["ext_torque_B"], name="ext_torque")]
     states = []
     if state_effectors:
-        from ._hinged_rigid_bodies import HingedRigidBodies
-        from ._reaction_wheels import ReactionWheels
+        from ._actuators._reaction_wheels import ReactionWheels
+        from ._bodies._hinged_rigid_bodies import HingedRigidBodies
 
         states.append(
             ReactionWheels(

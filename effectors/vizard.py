@@ -76,10 +76,10 @@ from jaxtyping import ArrayLike, Float
 import jaxsim as js
 from jaxsim.signals import evaluate
 
-from ._gravity import SphericalHarmonicGravity
-from ._hinged_rigid_bodies import HingedRigidBodies
-from ._reaction_wheels import ReactionWheels
-from ._spacecraft import Spacecraft
+from ._actuators._reaction_wheels import ReactionWheels
+from ._bodies._hinged_rigid_bodies import HingedRigidBodies
+from ._forces._gravity import SphericalHarmonicGravity
+from ._spacecraft._assembly import Spacecraft
 
 
 __all__ = ["read_vizard", "write_vizard"]

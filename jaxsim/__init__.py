@@ -18,13 +18,13 @@ the environment variable `JAXSIM_CACHE=1` (or a folder path) set before importin
 
 import jax
 
-from . import _xla_setup
+from ._compilation import _xla_options as _xla_setup
 
 
 _xla_setup.apply()  # XLA's small-loop hoisting, before anything creates JAX's backend
 jax.config.update("jax_enable_x64", True)
 
-from . import _cache
+from ._compilation import _cache
 
 
 _cache.from_environment()  # opt-in: only when JAXSIM_CACHE asks for it
@@ -42,45 +42,37 @@ from . import (  # plotting/results import matplotlib/xarray only when used
     signals as signals,
     validation as validation,
 )
-from ._adaptive_core import (
-    DiscreteAdjoint as DiscreteAdjoint,
-    ForwardSensitivity as ForwardSensitivity,
-)
-from ._cache import (
+from ._compilation._cache import (
     cache_dir as cache_dir,
     disable_cache as disable_cache,
     enable_cache as enable_cache,
 )
-from ._clocks import (
+from ._compilation._jit import (
+    RecompileWarning as RecompileWarning,
+    ReplayedDecisionsWarning as ReplayedDecisionsWarning,
+    compiler_options as compiler_options,
+    jit as jit,
+)
+from ._compilation._xla_options import SmallLoops as SmallLoops, small_loops as small_loops
+from ._cores._adaptive import (
+    DiscreteAdjoint as DiscreteAdjoint,
+    ForwardSensitivity as ForwardSensitivity,
+)
+from ._events._event import Event as Event, EventLog as EventLog
+from ._model._clocks import (
     AbstractClock as AbstractClock,
     AbstractDiscreteModel as AbstractDiscreteModel,
     Clock as Clock,
     DiscreteModel as DiscreteModel,
     Schedule as Schedule,
 )
-from ._compile import (
-    RecompileWarning as RecompileWarning,
-    ReplayedDecisionsWarning as ReplayedDecisionsWarning,
-    compiler_options as compiler_options,
-    jit as jit,
-)
-from ._dynamic_object import (
+from ._model._dynamic_object import (
     AbstractDynamicObject as AbstractDynamicObject,
     ArrayCommand as ArrayCommand,
     System as System,
 )
-from ._events import Event as Event, EventLog as EventLog
-from ._quantity import Quantity as Quantity
-from ._results import RESULTS as RESULTS
-from ._sde_solvers import (
-    SRA1 as SRA1,
-    AbstractSDESolver as AbstractSDESolver,
-    EulerMaruyama as EulerMaruyama,
-    Heun as Heun,
-    Milstein as Milstein,
-    ShARK as ShARK,
-)
-from ._signals import (
+from ._model._quantity import Quantity as Quantity
+from ._model._signals import (
     AbstractSignal as AbstractSignal,
     PiecewiseConstant as PiecewiseConstant,
     PiecewiseTable as PiecewiseTable,
@@ -89,9 +81,10 @@ from ._signals import (
     Step as Step,
     TriangleWave as TriangleWave,
 )
+from ._result._codes import RESULTS as RESULTS
+from ._result._solution import HybridSolution as HybridSolution, Solution as Solution
 from ._simulate import simulate as simulate
-from ._solution import HybridSolution as HybridSolution, Solution as Solution
-from ._solvers import (
+from ._solvers._ode import (
     RK2 as RK2,
     RK4 as RK4,
     AbstractAdaptiveSolver as AbstractAdaptiveSolver,
@@ -104,5 +97,12 @@ from ._solvers import (
     Tsit5 as Tsit5,
     Verner9 as Verner9,
 )
+from ._solvers._sde import (
+    SRA1 as SRA1,
+    AbstractSDESolver as AbstractSDESolver,
+    EulerMaruyama as EulerMaruyama,
+    Heun as Heun,
+    Milstein as Milstein,
+    ShARK as ShARK,
+)
 from ._version import __version__ as __version__
-from ._xla_setup import SmallLoops as SmallLoops, small_loops as small_loops

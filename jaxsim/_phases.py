@@ -7,7 +7,7 @@ continuous, or jumps through a user function $y \mapsto y'$ (an impulsive $\Delt
 separation that drops mass). The whole sequence is one compiled program: the phase boundaries
 $t_k = t_0 + \sum_{j<k} d_j$ are run-time values, so changing the durations never recompiles.
 
-Each phase runs `simulate` with free times (`jaxsim._free_time`): fixed-step solvers take
+Each phase runs `simulate` with free times (`jaxsim._drivers._free_time`): fixed-step solvers take
 `num_steps` steps of $h_k = d_k / K_k$, adaptive ones their own steps; the derivatives with
 respect to the durations are those of the discrete solution (exact for the fixed-step runs, the
 drift at the boundaries to the tolerance for adaptive ones). This is the transcription of
@@ -24,13 +24,13 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
-from ._compile import jit as jaxsim_jit
-from ._dynamic_object import AbstractDynamicObject
-from ._host_checks import on_host
-from ._results import RESULTS
+from ._compilation._jit import jit as jaxsim_jit
+from ._model._dynamic_object import AbstractDynamicObject
+from ._model._validation import as_array, is_concrete
+from ._result._codes import RESULTS
+from ._result._host_checks import on_host
 from ._simulate import simulate
-from ._solvers import RK4, AbstractSolver
-from ._validation import as_array, is_concrete
+from ._solvers._ode import RK4, AbstractSolver
 
 
 class Phase(eqx.Module):
@@ -164,7 +164,7 @@ def simulate_phases(
     **Returns:** a `PhasesSolution`.
     """
     phases = _checked(phases)
-    # A top-level call checks `throw` on the host after the run (`jaxsim._host_checks`).
+    # A top-level call checks `throw` on the host after the run (`jaxsim._result._host_checks`).
     host = on_host(throw)
     sol = _run_phases(
         phases, y0, jnp.asarray(t0, dtype=float), bool(outputs), bool(throw) and not host

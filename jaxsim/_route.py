@@ -2,7 +2,7 @@ r"""The router of `simulate`: which driver runs a request, decided once, from th
 
 **Two cores.** A request runs on one of two steppers:
 
-- the **fixed-grid stepper** (`jaxsim._fixed_grid.scan_grid`, and its per-segment form in the
+- the **fixed-grid stepper** (`jaxsim._cores._fixed_grid.scan_grid`, and its per-segment form in the
   clocked driver): jaxsim's own fixed-step Runge-Kutta (`Euler`, `RK2`, `RK4`) and SDE schemes
   (`EulerMaruyama`, `Heun`, `Milstein`, `SRA1`), with the step map, held inputs and
   checkpointing;
@@ -11,7 +11,7 @@ r"""The router of `simulate`: which driver runs a request, decided once, from th
   and every segment that needs dense output (events).
 
 Clocks, zero-crossing events and discontinuities are a loop of segments over either core
-(`jaxsim._clocked`): fixed-step runs whose clock ticks and samples lie on the step grid, without
+(`jaxsim._drivers._clocked`): fixed-step runs whose clock ticks and samples lie on the step grid, without
 events or discontinuity times, step through their segments with the fixed-grid stepper.
 
 **The solver's kind** is a property of its class: jaxsim solvers declare `adaptive` and
@@ -20,7 +20,7 @@ events or discontinuity times, step through their segments with the fixed-grid s
 schemes, or an SDE-capable one given with a key. `solver_kind` is the one place that reads them.
 
 **Combinations.** Every request either runs or is refused by name by the request's checks
-(`jaxsim._request.check_combinations`) before it is routed: SDE requests with clocks, events,
+(`jaxsim._request._build.check_combinations`) before it is routed: SDE requests with clocks, events,
 discontinuities or `dtmax` (not supported yet); `max_events`/`root_finder` without events;
 `dtmax` with a fixed-step solver; an SDE request on a model without diffusion.
 """
@@ -29,7 +29,7 @@ import dataclasses
 
 import diffrax as dfx
 
-from ._solvers import AbstractSolver
+from ._solvers._ode import AbstractSolver
 
 
 # diffrax schemes that only make sense for SDEs (given a drift-only model they are refused).
@@ -86,7 +86,7 @@ def route(
     discontinuities,
     dtmax,
 ) -> SolverKind:
-    """The kind of the request and its driver (the request's checks, `jaxsim._request`, refuse
+    """The kind of the request and its driver (the request's checks, `jaxsim._request._build`, refuse
     the combinations that no driver supports before this runs)."""
     kind = solver_kind(solver, dt=dt, key=key, dW=dW)
     if kind.stochastic:

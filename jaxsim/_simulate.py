@@ -1,17 +1,17 @@
 r"""`simulate`, the entrance of the run layer: build the request, route it, run it, raise.
 
 `simulate` translates diffrax's spellings (`_with_info`), has every argument checked once into
-a frozen request (`jaxsim._request.build_request`), runs the request's driver (`_run`, or
+a frozen request (`jaxsim._request._build.build_request`), runs the request's driver (`_run`, or
 `_run_free` for free times) and leaves through one exit, where a failed top-level run raises.
 The rooms it reaches, each importing only the ones after it:
 
-- drivers: plain (`jaxsim._plain`: the fixed grid, or a diffrax solver instance), SDE
-  (`jaxsim._sde`), clocked (`jaxsim._clocked`: clocks, events, discontinuities, `dtmax`);
-  jaxsim's adaptive pairs on the lean adaptive core (`jaxsim._adaptive_core.run`);
-- cores: the fixed-grid stepper (`jaxsim._fixed_grid`), the diffrax core
-  (`jaxsim._diffrax_core`), the lean adaptive core (`jaxsim._adaptive_core`);
-- the solution (`jaxsim._solution`: `Solution` and `finish`, the one result tail of every
-  driver program), the flat state layout (`jaxsim._layout`) and the solvers (`jaxsim._solvers`).
+- drivers: plain (`jaxsim._drivers._plain`: the fixed grid, or a diffrax solver instance), SDE
+  (`jaxsim._drivers._sde`), clocked (`jaxsim._drivers._clocked`: clocks, events, discontinuities, `dtmax`);
+  jaxsim's adaptive pairs on the lean adaptive core (`jaxsim._cores._adaptive.run`);
+- cores: the fixed-grid stepper (`jaxsim._cores._fixed_grid`), the diffrax core
+  (`jaxsim._cores._diffrax`), the lean adaptive core (`jaxsim._cores._adaptive`);
+- the solution (`jaxsim._result._solution`: `Solution` and `finish`, the one result tail of every
+  driver program), the flat state layout (`jaxsim._model._layout`) and the solvers (`jaxsim._solvers._ode`).
 """
 
 import copy
@@ -24,25 +24,23 @@ import diffrax as dfx
 import numpy as np
 from jaxtyping import ArrayLike, Float, PRNGKeyArray, PyTree
 
-from . import _adaptive_core, _free_time
-from ._cache import for_jaxsim_programs
-from ._clocks import AbstractDiscreteModel
-from ._compile import warn_if_replayed
-from ._dynamic_object import AbstractDynamicObject
-from ._events import Event
-from ._host_checks import on_host, raise_if_failed
-from ._plain import _DiffraxFixed, _FixedConfig, _run_adaptive, _run_fixed
-from ._request import DEFAULT_GAINS, build_request
-from ._signals import concrete_breakpoints
-from ._solution import Solution
-from ._solvers import (
-    RK4,
-    AbstractSolver,
-)
-from ._validity import InProgram
+from ._compilation._cache import for_jaxsim_programs
+from ._compilation._jit import warn_if_replayed
+from ._cores import _adaptive as _adaptive_core
+from ._drivers import _free_time
+from ._drivers._plain import _DiffraxFixed, _FixedConfig, _run_adaptive, _run_fixed
+from ._events._event import Event
+from ._model._clocks import AbstractDiscreteModel
+from ._model._dynamic_object import AbstractDynamicObject
+from ._model._signals import concrete_breakpoints
+from ._request._build import DEFAULT_GAINS, build_request
+from ._result._host_checks import on_host, raise_if_failed
+from ._result._solution import Solution
+from ._result._validity import InProgram
+from ._solvers._ode import RK4, AbstractSolver
 
 
-# diffrax's spellings of `simulate`'s arguments (`jaxsim._vocabulary`), and the arguments of
+# diffrax's spellings of `simulate`'s arguments (`jaxsim._request._vocabulary`), and the arguments of
 # `simulate` they may replace.
 _DIFFRAX_KEYS = ("dt0", "saveat", "stepsize_controller", "progress_meter")
 _TRANSLATED = ("dt", "ts", "rtol", "atol", "dtmax", "progress", "stepsize_controller")
@@ -66,7 +64,7 @@ def _with_info(run):
     @functools.wraps(run)
     def simulate(model, y0, t1=None, **kwargs):
         if any(k in kwargs for k in _DIFFRAX_KEYS) or kwargs.get("max_steps", 1) is None:
-            from ._vocabulary import from_diffrax
+            from ._request._vocabulary import from_diffrax
 
             get = lambda k: kwargs.get(k, defaults[k])  # noqa: E731
             update = from_diffrax(
@@ -97,7 +95,7 @@ def _with_info(run):
             ) from err
         if not isinstance(sol, Solution) or sol.info is not None:
             return sol
-        from ._schema import run_info
+        from ._result._schema import run_info
 
         ts = kwargs.get("ts")
         end = t1 if t1 is not None or ts is None else ts[-1]  # `ts` may be traced
@@ -233,9 +231,9 @@ def simulate(
     """
     # diffrax's spellings (`dt0`, `saveat`, `stepsize_controller`, `progress_meter`) were
     # translated into jaxsim's arguments by `_with_info` before this body runs.
-    from ._progress import guarded, reporter
+    from ._drivers._progress import guarded, reporter
 
-    # Every argument is checked here, once (`jaxsim._request`); the drivers check nothing.
+    # Every argument is checked here, once (`jaxsim._request._build`); the drivers check nothing.
     req = build_request(
         model, y0, t1, t0=t0, dt=dt, solver=solver, ts=ts, sample_dt=sample_dt, args=args,
         rtol=rtol, atol=atol, max_steps=max_steps, outputs=outputs, checkpoint=checkpoint,
@@ -243,7 +241,7 @@ def simulate(
         discontinuities=discontinuities, max_events=max_events, event_tol=event_tol,
         dtmax=dtmax, root_finder=root_finder, adjoint=adjoint, progress=progress,
         num_steps=num_steps, num_samples=num_samples,
-        # A `PIDController` with other gains than the I controller's (`jaxsim._vocabulary`).
+        # A `PIDController` with other gains than the I controller's (`jaxsim._request._vocabulary`).
         gains=(DEFAULT_GAINS if stepsize_controller is None
                else (stepsize_controller.pcoeff, stepsize_controller.icoeff)),
     )  # fmt: skip
@@ -253,10 +251,10 @@ def simulate(
     # The progress display (its "compiling" status) opens right before a driver runs.
     start = lambda: reporter(progress, t0, t1)  # noqa: E731
     # A top-level call checks `throw` on the host after the run: the program then has no host
-    # callbacks and is cacheable (`jaxsim._host_checks`).
+    # callbacks and is cacheable (`jaxsim._result._host_checks`).
     host = on_host(throw)
     throw = bool(throw) and not host
-    # Traced physical checks (`jaxsim._validity`): an error in the program with `throw`, else
+    # Traced physical checks (`jaxsim._result._validity`): an error in the program with `throw`, else
     # `RESULTS.invalid_model`; every driver's Solution goes through `checks.finish`.
     checks = InProgram(model, y0)
     y0 = checks.guard(y0, throw)
@@ -270,8 +268,8 @@ def simulate(
     else:
         rep, sol, path = _run(req.replace(y0=y0), throw, start)
     # The one exit: a failed top-level run raises here, on the host, with the message of the
-    # path's in-program check (`jaxsim._host_checks`); otherwise (under a user's trace, or
-    # `throw=False`) `checks.finish` reports the traced physical checks (`jaxsim._validity`).
+    # path's in-program check (`jaxsim._result._host_checks`); otherwise (under a user's trace, or
+    # `throw=False`) `checks.finish` reports the traced physical checks (`jaxsim._result._validity`).
     return guarded(rep, raise_if_failed, sol, path) if host else checks.finish(sol)
 
 
@@ -279,13 +277,13 @@ def _run(req, throw: bool, start) -> tuple:
     """`(progress reporter, Solution, path)`: the request run by its driver (`req.kind.driver`):
     SDE, clocked, or plain (lean adaptive core, diffrax core, fixed grid). `throw` is the
     in-program check (False when `simulate` checks on the host); `path` names the driver whose
-    message a failure raises (`jaxsim._host_checks.raise_if_failed`)."""
-    from ._progress import guarded
+    message a failure raises (`jaxsim._result._host_checks.raise_if_failed`)."""
+    from ._drivers._progress import guarded
 
     model, y0, args, kind, solver = req.model, req.y0, req.args, req.kind, req.solver
     t0, t1, ts, dt, adjoint = req.t0, req.t1, req.ts, req.dt, req.adjoint
     if kind.driver == "sde":
-        from ._sde import simulate_sde
+        from ._drivers._sde import simulate_sde
 
         rep = start()
         sol = guarded(rep, simulate_sde, req, throw=throw, progress=rep)
@@ -299,7 +297,7 @@ def _run(req, throw: bool, start) -> tuple:
     if adaptive and not own_core:
         warn_if_replayed(adjoint, model, y0, args, t0, t1)
     if kind.driver == "clocked":
-        from ._clocked import simulate_clocked
+        from ._drivers._clocked import simulate_clocked
 
         rep = start()
         dsolver = solver.to_diffrax() if is_jaxsim else solver
@@ -350,10 +348,10 @@ def _run_free(
     model, y0, args, solver, kind, horizon, *, dt, rtol, atol, max_steps, outputs, checkpoint,
     throw, adjoint, start, gains=DEFAULT_GAINS,
 ):  # fmt: skip
-    """`(progress reporter, Solution, path)` of a run with free times (`jaxsim._free_time`): the
+    """`(progress reporter, Solution, path)` of a run with free times (`jaxsim._drivers._free_time`): the
     horizon's times are run-time inputs of the adaptive and fixed-step drivers (traced, or
     concrete arrays: one program per shape)."""
-    from ._progress import guarded
+    from ._drivers._progress import guarded
 
     t0, t1, ts = horizon.t0, horizon.t1, horizon.ts
     if kind.adaptive:

@@ -12,12 +12,12 @@ inside `jit`/`grad`/`vmap` and differentiable with respect to its values and tim
 "Controls and trajectory optimization".
 """
 
-from ._controls import (
+from ._model._controls import (
     CubicSpline as CubicSpline,
     PiecewiseLinear as PiecewiseLinear,
     SwitchingTimes as SwitchingTimes,
 )
-from ._signals import PiecewiseConstant as PiecewiseConstant
+from ._model._signals import PiecewiseConstant as PiecewiseConstant
 
 
 __all__ = ["CubicSpline", "PiecewiseConstant", "PiecewiseLinear", "SwitchingTimes"]

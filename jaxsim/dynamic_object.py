@@ -5,7 +5,7 @@ A model on the engine (e.g. `effectors.Spacecraft`) subclasses `AbstractDynamicO
 overrides use `merge_derived(outputs, energy)` to combine the two dicts recorded at the samples.
 """
 
-from ._dynamic_object import (
+from ._model._dynamic_object import (
     AbstractDynamicObject as AbstractDynamicObject,
     ArrayCommand as ArrayCommand,
     System as System,

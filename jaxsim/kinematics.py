@@ -4,7 +4,7 @@ Batched over leading axes; conventions are Basilisk's (Schaub and Junkins, *Anal
 Mechanics of Space Systems*, 4th ed., AIAA 2018).
 """
 
-from ._kinematics import (
+from ._model._kinematics import (
     cross3 as cross3,
     dcm_to_mrp as dcm_to_mrp,
     dcm_to_quat as dcm_to_quat,

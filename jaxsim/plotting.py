@@ -112,7 +112,7 @@ def series(sol, key: str) -> np.ndarray:
 def _unit(units, key):
     """The unit of `key` from a model (its `units()`: the outputs', else the state's, as `series`
     looks the key up) or a nested dict; '' when unknown."""
-    from ._dynamic_object import AbstractDynamicObject
+    from ._model._dynamic_object import AbstractDynamicObject
 
     if units is None:
         return ""

@@ -28,8 +28,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _schema
-from ._schema import RunInfo, epoch_text as epoch_text, model_units as model_units
+from ._result import _schema
+from ._result._schema import RunInfo, epoch_text as epoch_text, model_units as model_units
 
 
 __all__ = ["epoch_text", "flatten", "model_units", "to_numpy", "to_xarray", "to_zarr"]

@@ -11,7 +11,7 @@
   models that reproduce a reference simulator's per-stage floating-point rule), else None.
 """
 
-from ._signals import (
+from ._model._signals import (
     AbstractSignal as AbstractSignal,
     PiecewiseConstant as PiecewiseConstant,
     PiecewiseTable as PiecewiseTable,
@@ -22,7 +22,7 @@ from ._signals import (
     breakpoints_of as breakpoints_of,
     evaluate as evaluate,
 )
-from ._step_context import held_time as held_time, stage_clock as stage_clock
+from ._model._step_context import held_time as held_time, stage_clock as stage_clock
 
 
 __all__ = [

@@ -5,8 +5,8 @@ Every check raises `ValueError` in the package's form
 the offending value; value checks run only on concrete arrays (tracers pass the shape checks only).
 """
 
-from ._checks import match_tree as match_tree
-from ._validation import (
+from ._model._arguments import match_tree as match_tree
+from ._model._validation import (
     as_array as as_array,
     check_inertia as check_inertia,
     check_name as check_name,

@@ -1,4 +1,4 @@
-"""jaxsim's own adaptive core (`jaxsim._adaptive_core`): `simulate` with `Tsit5()`, `Dopri5()`,
+"""jaxsim's own adaptive core (`jaxsim._cores._adaptive`): `simulate` with `Tsit5()`, `Dopri5()`,
 `Dopri8()`.
 
 Oracles: diffrax's `diffeqsolve` with the same pair and controller (the pair's `to_diffrax()`,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from jaxsim import _solvers as S
+from jaxsim._solvers._ode import _ode as S
 
 
 # One step: the unrolled stages sum the same terms as diffrax's stage loop in another order, so y1

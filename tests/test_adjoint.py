@@ -1,5 +1,5 @@
 r"""The discrete adjoint of jaxsim's adaptive core (`jaxsim.DiscreteAdjoint`, the default reverse
-mode on `Tsit5`, `Dopri5`, `Dopri8`; `jaxsim._adaptive_core.integrate_adjoint`).
+mode on `Tsit5`, `Dopri5`, `Dopri8`; `jaxsim._cores._adaptive.integrate_adjoint`).
 
 Oracles: the checkpointed loop (`adjoint=diffrax.RecursiveCheckpointAdjoint()`), which
 differentiates the same accepted step sequence with the step sizes held fixed, so the two agree
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from jaxsim import _adaptive_core as core
+from jaxsim._cores import _adaptive as core
 
 
 # The two adjoints differentiate the same discretisation; they differ by the order of the

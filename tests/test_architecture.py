@@ -7,7 +7,7 @@
 (b) No file under `effectors/` imports a private `jaxsim._xxx` module.
 (c) The engine's modules import in one direction: no import circle (function-level imports
     count; an internal module importing a name from the package `__init__` is a circle).
-(d) One `Solution`, built in one place: only `jaxsim/_solution.py` constructs it (`finish`).
+(d) One `Solution`, built in one place: only `jaxsim/_result/_solution.py` constructs it (`finish`).
 """
 
 import ast
@@ -110,9 +110,9 @@ def test_physics_library_uses_only_the_public_engine_api():
         ("import effectors\n", True, False),
         ("def f():\n    from effectors.scenarios import combined\n", True, False),
         ("from effectors import Spacecraft\n", True, False),
-        ("from jaxsim._validation import fail\n", False, True),
+        ("from jaxsim._model._validation import fail\n", False, True),
         ("from jaxsim import _signals\n", False, True),
-        ("import jaxsim._kinematics as k\n", False, True),
+        ("import jaxsim._model._kinematics as k\n", False, True),
         ("from jaxsim.validation import fail\nimport jaxsim\n", False, False),
     ],
 )
@@ -236,7 +236,7 @@ def _constructs_solution(path: pathlib.Path) -> list:
 
 
 def test_one_solution_built_in_one_place():
-    """Every driver program ends in `jaxsim._solution.finish`: no other engine module builds a
+    """Every driver program ends in `jaxsim._result._solution.finish`: no other engine module builds a
     `Solution` itself (one class, one result tail)."""
     offenders = [
         f"{path.relative_to(ROOT)}:{line}"
@@ -244,4 +244,6 @@ def test_one_solution_built_in_one_place():
         if path.name != "_solution.py"
         for line in _constructs_solution(path)
     ]
-    assert not offenders, "Solution built outside jaxsim/_solution.py:\n" + "\n".join(offenders)
+    assert not offenders, "Solution built outside jaxsim/_result/_solution.py:\n" + "\n".join(
+        offenders
+    )

@@ -393,7 +393,7 @@ def test_multi_clock_discrete():
     for j, key in ((1, "zoh1"), (2, "zoh2"), (3, "half")):
         np.testing.assert_allclose(sol.outputs[key], ref["y"][:, j], rtol=0, atol=DISCRETE_TOL)
     # Ties at t = 1..5 are exact (integer tick index): both clocks tick there.
-    plan = js._clocks.plan_ticks((c1, c2), 0.0, 5.0)
+    plan = js._model._clocks.plan_ticks((c1, c2), 0.0, 5.0)
     both = [t for t, row in zip(plan.times, plan.due) if all(row)]
     assert both == [1.0, 2.0, 3.0, 4.0, 5.0]
 

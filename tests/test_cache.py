@@ -1,5 +1,5 @@
 """JAX's persistent compilation cache, opt-in (`jaxsim.enable_cache`, `JAXSIM_CACHE`), and
-`throw=True` checked on the host after a top-level run (`jaxsim._host_checks`), which keeps host
+`throw=True` checked on the host after a top-level run (`jaxsim._result._host_checks`), which keeps host
 callbacks out of the program so that JAX's cache can store it.
 
 Oracles: the JAX settings of a fresh process before and after `import jaxsim` and after each way

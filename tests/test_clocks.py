@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from jaxsim._clocks import plan_ticks
+from jaxsim._model._clocks import plan_ticks
 
 
 # Lag x' = (u - x)/tau with a unit step at T: closed form; Tsit5 at rtol 1e-10 reaches ~1e-11.

@@ -15,7 +15,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from jaxsim._quantity import parse_unit, same_unit
+from jaxsim._model._quantity import parse_unit, same_unit
 
 
 # A command held by flight software equals the same constant command given in `args`: the same

@@ -1,4 +1,4 @@
-"""jaxsim's compile options (`jaxsim._compile`): when they apply, and the fallbacks; what compiles
+"""jaxsim's compile options (`jaxsim._compilation._jit`): when they apply, and the fallbacks; what compiles
 again (tolerance sweeps do not; changed constants warn), the bound on programs held, and how a
 model's Python ints are converted (`ints_are_parameters`)."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from jaxsim import _compile
+from jaxsim._compilation import _jit as _compile
 from tests.helpers import compile_log
 
 
@@ -139,7 +139,7 @@ def _closure_final(k):
 @pytest.fixture
 def fixed_driver(monkeypatch):
     """The fixed-step driver, with a fresh record of its compiles."""
-    from jaxsim._plain import _run_fixed
+    from jaxsim._drivers._plain import _run_fixed
 
     monkeypatch.setattr(_run_fixed, "_recompiles", _compile._Recompiles(_run_fixed.__wrapped__))
     return _run_fixed
@@ -187,7 +187,7 @@ class _Parameters(_Counts):
 
 
 def test_ints_are_converted_where_the_class_declares_it():
-    from jaxsim._checks import model_as_traced
+    from jaxsim._model._arguments import model_as_traced
 
     kept = model_as_traced(_Counts(n=3, rate=2.0))
     assert kept.n == 3 and type(kept.n) is int and isinstance(kept.rate, jax.Array)

@@ -111,14 +111,14 @@ def test_site_check_catches_pages_without_results(tmp_path):
     api.write_text(
         '<html><head><script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js">'
         "</script></head><body><p>see <code>jaxsim._route</code></p>"
-        '<a title="jaxsim.RK4 (jaxsim._solvers.RK4)">RK4</a></body></html>',
+        '<a title="jaxsim.RK4 (jaxsim._solvers._ode.RK4)">RK4</a></body></html>',
         encoding="utf-8",
     )
     problems = "\n".join(check_site.check(tmp_path))
     assert f"notebooks/{notebook}/index.html: 0 images" in problems
     assert "scripts from another host" in problems
     assert "jaxsim._route" in problems
-    assert "jaxsim._solvers" not in problems  # a link's hover title is not page text
+    assert "jaxsim._solvers._ode" not in problems  # a link's hover title is not page text
     assert check_site.MATHJAX in problems  # the site's MathJax is missing
 
 

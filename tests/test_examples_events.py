@@ -6,7 +6,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from effectors._srp import AU, R_EARTH, cylindrical_shadow_margin
+from effectors._forces._srp import AU, R_EARTH, cylindrical_shadow_margin
 
 
 MU = 3.986004418e14  # m^3/s^2

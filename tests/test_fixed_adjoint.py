@@ -6,9 +6,9 @@ The run: the `combined` spacecraft without its state effectors (hub with centre-
 point-mass gravity, gravity gradient, external torque; the MRP switch in the step map) for 13.4 s
 at 0.1 s, sampled every 6.7 s: two intervals of 67 steps, which the checkpointed driver cuts into
 four sub-blocks of 17 steps, the last padded with a masked step
-(`jaxsim._fixed_grid._checkpoint_levels`); the batched case samples the start and end only. With
+(`jaxsim._cores._fixed_grid._checkpoint_levels`); the batched case samples the start and end only. With
 XLA's loops compiled whole (JAXSIM_SMALL_LOOPS=1) a run this short stores every step's stage inputs
-instead (`jaxsim._fixed_grid.STORE_BYTES`); the blocked path is checked with that budget set to 0,
+instead (`jaxsim._cores._fixed_grid.STORE_BYTES`); the blocked path is checked with that budget set to 0,
 and the step-rematerializing path of runs without hoisting with `loops_hoisted` patched off. The
 differentiated scalar weighs every state component at every sample, so the samples' cotangents
 enter the backward pass; the parameters are every floating array of the spacecraft (mass, inertia,
@@ -24,7 +24,7 @@ import pytest
 
 import jaxsim as js
 from effectors.scenarios import combined
-from jaxsim import _fixed_grid
+from jaxsim._cores import _fixed_grid
 
 
 T1, DT, SAMPLE_DT = 13.4, 0.1, 6.7  # [s]

@@ -1,4 +1,4 @@
-"""Attitude flight software (`effectors._flight_software`): MRP algebra, the MRP feedback law and the
+"""Attitude flight software (`effectors._fsw._flight_software`): MRP algebra, the MRP feedback law and the
 RW torque map against closed forms, a closed-loop RW slew under the clocked driver (convergence and
 angular-momentum conservation), and the same slew against real Basilisk (`mrpFeedback` +
 `rwMotorTorque` on a 0.1 s FSW task, `tests/reference/basilisk_slew.py`)."""

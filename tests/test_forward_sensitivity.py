@@ -1,5 +1,5 @@
 """Forward sensitivities under the step control (`simulate(..., adjoint=js.ForwardSensitivity())`,
-`jaxsim._adaptive_core.integrate_sensitive`).
+`jaxsim._cores._adaptive.integrate_sensitive`).
 
 Oracles: the analytic two-body solution (Lagrange's f and g functions with Kepler's equation in
 eccentric-anomaly differences, Vallado, "Fundamentals of Astrodynamics and Applications", 4th ed.,

@@ -1,4 +1,4 @@
-"""Free final time (`jaxsim._free_time`): traced `t0`/`t1`, `num_steps`, `num_samples`.
+"""Free final time (`jaxsim._drivers._free_time`): traced `t0`/`t1`, `num_steps`, `num_samples`.
 
 Oracles: d y(t1)/d t1 is the drift at t1 (exact for the ODE; the discrete solutions' derivatives
 approach it as the solver's error) and central differences of the run; one compiled program over

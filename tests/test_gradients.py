@@ -17,8 +17,8 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from jaxsim import _fixed_grid
-from jaxsim._fixed_grid import (
+from jaxsim._cores import _fixed_grid
+from jaxsim._cores._fixed_grid import (
     _MAX_FLAT_SUBBLOCKS,
     _SMALL_BUFFER_BYTES,
     _checkpoint_blocks,

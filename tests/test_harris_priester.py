@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import effectors as fx
-from effectors._harris_priester import _TABLE
+from effectors._environment._harris_priester import _TABLE
 
 
 EARTH = fx.astro.EARTH

@@ -1,4 +1,4 @@
-"""The adaptive core's loop without a step map (`jaxsim._adaptive_core`): a model whose `step_map`
+"""The adaptive core's loop without a step map (`jaxsim._cores._adaptive`): a model whose `step_map`
 is the default identity runs a loop without the first-stage recomputation test, the jump test and
 the count updates. Oracle: the same model with an explicit identity `step_map` (which takes the
 general loop) gives the same steps and the same state; and the benchmark's issue table
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from jaxsim import _adaptive_core as ac
+from jaxsim._cores import _adaptive as ac
 from tests._oscillator import Osc
 
 
@@ -81,7 +81,7 @@ def test_bench_issue_table_from_results():
 def test_supports_dtype_check_equals_the_layout_rule():
     # `supports` checks the state's dtypes without building its layout; same answer as
     # `StateLayout.of(y0) is not None` (one floating dtype over every leaf).
-    from jaxsim._layout import StateLayout
+    from jaxsim._model._layout import StateLayout
 
     trees = [
         {"a": jnp.ones(3), "b": jnp.zeros(())},

@@ -106,7 +106,7 @@ def test_progress_reports(capsys):
     assert seen == [(4, 10), (8, 10), (10, 10)]
     mc.run_batch(oscillator_member, DISPERSIONS, key=jr.key(0), n=10, chunk_size=4, progress=True)
     err = capsys.readouterr().err
-    # The bar shared with simulate (jaxsim._progress.Bar): "compiling" first, then members done,
+    # The bar shared with simulate (jaxsim._drivers._progress.Bar): "compiling" first, then members done,
     # members per second and failures.
     assert "run_batch:" in err and "compiling" in err and "10/10 members" in err
     assert "members/s, 0 failed" in err

@@ -23,7 +23,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from effectors._thrusters import G0
+from effectors._actuators._thrusters import G0
 
 
 Z3 = np.zeros(3)

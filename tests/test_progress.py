@@ -118,7 +118,7 @@ def test_progress_true_without_tqdm_is_refused(monkeypatch):
 def test_off_has_no_reporter():
     # progress=False: no reports, so the program has no host callbacks (JAX's persistent cache,
     # `jaxsim.enable_cache()`, refuses programs with them).
-    from jaxsim._progress import reporter
+    from jaxsim._drivers._progress import reporter
 
     assert reporter(False, 0.0, 1.0) is None
     assert int(reporter(lambda t, t1: None, 0.0, 1.0).token) > 0

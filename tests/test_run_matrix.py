@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from jaxsim import _fixed_grid
+from jaxsim._cores import _fixed_grid
 
 
 C = 0.3  # drift rate of x [1/s]
@@ -382,7 +382,7 @@ def refusal(path, bad):
 
 @pytest.mark.parametrize("bad", BAD)
 def test_bad_argument_refused_alike_on_every_path(bad):
-    """The request's checks (`jaxsim._request`) run before any driver: one message per mistake."""
+    """The request's checks (`jaxsim._request._build`) run before any driver: one message per mistake."""
     errors = {path: refusal(path, bad) for path in PATHS}
     messages = {path: str(info.value) for path, info in errors.items()}
     for path, message in messages.items():

@@ -1,4 +1,4 @@
-"""The one schema of runs, batches and campaigns (`jaxsim._schema`): shared per-effector
+"""The one schema of runs, batches and campaigns (`jaxsim._result._schema`): shared per-effector
 dimensions, labelled components, units on every variable, run attributes, events as variables,
 `Solution.info` through `jit` / `vmap`, `to_xarray(BatchResult)`, Zarr 3 without warnings.
 
@@ -80,10 +80,10 @@ def test_shared_element_dimensions_labels_units_and_attributes(run):
 def test_two_effectors_declaring_one_dimension_are_qualified():
     rw = lambda name: fx.ReactionWheels(gsHat_B=np.eye(3)[:2], Js=[0.1, 0.1], name=name)
     sc = fx.Spacecraft(fx.Hub(10.0, np.eye(3)), state_effectors=[rw("rw1"), rw("rw2")])
-    info = js._schema.run_info(sc)
+    info = js._result._schema.run_info(sc)
     assert dict(info.elements)["rw1"] == "rw1.wheel" and dict(info.elements)["rw2"] == "rw2.wheel"
     system = js.System([sc], name="pair")
-    assert js._schema.model_elements(system)["spacecraft.rw1"] == "spacecraft.rw1.wheel"
+    assert js._result._schema.model_elements(system)["spacecraft.rw1"] == "spacecraft.rw1.wheel"
 
 
 def test_info_survives_jit_and_vmap():

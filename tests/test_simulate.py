@@ -58,7 +58,7 @@ def test_derived_equals_outputs_merged_with_energy():
     """`derived` (one hub context, what `simulate` records) equals the two separate passes, bitwise,
     for a spacecraft with effectors and for a System of two."""
     from effectors.scenarios import combined
-    from jaxsim._dynamic_object import merge_derived
+    from jaxsim._model._dynamic_object import merge_derived
 
     sc, y0, _ = combined()
     system = js.System([sc, make_sc("b")])
@@ -304,8 +304,9 @@ STRAIGHT_LINE_RTOL = 1e-14
 def test_stage_loop_equals_straight_line_stages():
     # The chain-RK stage loop carries the state as one flat vector; it must be the arithmetic of
     # the pytree stage loop and, to round-off, of the straight-line stages (combined spacecraft).
+    from jaxsim._solvers._ode._ode import _chain_step_tree
+
     from effectors.scenarios import combined
-    from jaxsim._solvers import _chain_step_tree
 
     sc, y0, _ = combined()
     # Straight-line stages only for RK2 (compiling four straight-line RHS copies is slow).

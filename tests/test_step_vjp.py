@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from jaxsim import _adaptive_core as core, _compile
+from jaxsim._compilation import _jit as _compile
+from jaxsim._cores import _adaptive as core
 
 
 # The adjoints differ by the order of the floating-point sums only (measured up to 3e-16 relative

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from jaxsim import _adaptive_core as ac, _verner
+from jaxsim._cores import _adaptive as ac
+from jaxsim._solvers._ode import _verner
 
 
 # Order conditions on the float64 coefficients (each ~1e-16 relative from its published decimal

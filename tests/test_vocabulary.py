@@ -1,4 +1,4 @@
-"""diffrax's spellings in `simulate` (`jaxsim._vocabulary`): each accepted one gives bitwise the
+"""diffrax's spellings in `simulate` (`jaxsim._request._vocabulary`): each accepted one gives bitwise the
 result of jaxsim's spelling on every driver, each refused one names jaxsim's argument."""
 
 import diffrax as dfx

@@ -1,4 +1,4 @@
-"""XLA's small-while-loop hoisting, opt-in at `import jaxsim` (`JAXSIM_SMALL_LOOPS=1`) (`jaxsim._xla_setup`).
+"""XLA's small-while-loop hoisting, opt-in at `import jaxsim` (`JAXSIM_SMALL_LOOPS=1`) (`jaxsim._compilation._xla_options`).
 
 XLA reads `XLA_FLAGS` once per process, when JAX creates its backend, so every case runs in a
 fresh interpreter (`sys.executable -c ...`) with its own environment. The oracle of "on" is XLA's
@@ -16,7 +16,7 @@ import jax
 import pytest
 
 import jaxsim as js
-from jaxsim import _xla_setup
+from jaxsim._compilation import _xla_options as _xla_setup
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
-from .._results import RESULTS
-from .._schema import RunInfo
+from .._result._codes import RESULTS
+from .._result._schema import RunInfo
 
 
 _SEP = "/"  # separator of the flattened output paths ("outputs/omega_BN_B")

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _schema
+from .._result import _schema
 from ._records import _SEP, BatchResult, _batch_from_flat, _empty
 
 
@@ -182,7 +182,7 @@ def _solution_infos(structure: dict, infos) -> dict:
 def _layout(structure: dict, units: dict, infos) -> dict:
     """`{array name: {"path", "shape", "dtype", "dims", "units", "name"}}` (shapes without the
     member axis), dimensions and `name` (the variable's name in `open_campaign`) by the schema
-    of runs, batches and campaigns (`jaxsim._schema.store_layout`) given the `Solution.info`s
+    of runs, batches and campaigns (`jaxsim._result._schema.store_layout`) given the `Solution.info`s
     `infos` (`[(path, RunInfo)]`)."""
     ts = structure.get("outputs/ts") or structure.get("outputs/outputs/ts")
     n_time = ts[0][0] if ts is not None and len(ts[0]) == 1 else None

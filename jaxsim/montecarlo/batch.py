@@ -25,7 +25,7 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import PRNGKeyArray, PyTree
 
-from .._compile import compiler_options
+from .._compilation._jit import compiler_options
 from ._records import (
     _SEP,
     RAISED as RAISED,
@@ -415,7 +415,7 @@ def _x64_of_new_threads() -> bool:
 
 class _Progress:
     """Progress reporting: a callable `progress(done, total)`, or the bar of `progress=True`
-    (`jaxsim._progress.Bar`, shared with `simulate`: "compiling" until the first chunk is done,
+    (`jaxsim._drivers._progress.Bar`, shared with `simulate`: "compiling" until the first chunk is done,
     then members done, members per second and failures)."""
 
     def __init__(self, progress, total: int, desc: str):
@@ -423,7 +423,7 @@ class _Progress:
         self.bar = None
         self.total = total
         if progress is True:
-            from .._progress import Bar
+            from .._drivers._progress import Bar
 
             self.bar = Bar(desc, total, "members")
         elif progress not in (False, None) and self.callback is None:

@@ -17,8 +17,14 @@ import jax.random as jr
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._kinematics import prv_to_dcm
-from .._validation import as_array, check_inertia, check_nonnegative, check_unit_vectors, fail
+from .._model._kinematics import prv_to_dcm
+from .._model._validation import (
+    as_array,
+    check_inertia,
+    check_nonnegative,
+    check_unit_vectors,
+    fail,
+)
 
 
 __all__ = [

@@ -25,7 +25,7 @@ import jax.flatten_util
 import jax.numpy as jnp
 from jaxtyping import PyTree
 
-from .._compile import jit as _jit
+from .._compilation._jit import jit as _jit
 from ._problem import Problem
 from ._result import CONVERGED, FAILED, INFEASIBLE, ITERATION_LIMIT, OptimizeResult
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, PyTree
 
-from .._compile import jit as _jit
+from .._compilation._jit import jit as _jit
 
 
 _CLS = "Problem"

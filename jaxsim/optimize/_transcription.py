@@ -28,9 +28,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, PyTree
 
-from .._dynamic_object import AbstractDynamicObject
+from .._model._dynamic_object import AbstractDynamicObject
 from .._simulate import simulate
-from .._solvers import RK4
+from .._solvers._ode import RK4
 
 
 class RunningCost(AbstractDynamicObject):

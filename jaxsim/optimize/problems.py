@@ -21,8 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, PyTree
 
-from .._controls import PiecewiseLinear
-from .._dynamic_object import AbstractDynamicObject
+from .._model._controls import PiecewiseLinear
+from .._model._dynamic_object import AbstractDynamicObject
 from .._simulate import simulate
 from ._problem import Problem
 from ._transcription import interior_nodes, shoot

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import effectors as fx
-from effectors._srp import AU, SOLAR_FLUX_1AU, SPEED_OF_LIGHT
+from effectors._forces._srp import AU, SOLAR_FLUX_1AU, SPEED_OF_LIGHT
 
 
 EARTH, MOON = fx.astro.EARTH, fx.astro.MOON

@@ -10,7 +10,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from effectors._thrusters import G0
+from effectors._actuators._thrusters import G0
 from tests.reference import basilisk_fuel_tank as bft
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import effectors as fx
-from effectors._srp import (
+from effectors._forces._srp import (
     AU,
     R_EARTH,
     R_SUN,

@@ -7,7 +7,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from effectors._thrusters import G0
+from effectors._actuators._thrusters import G0
 
 
 # Same equations and operation sequence as Basilisk's RK4 with the per-step hold: float64

@@ -8,7 +8,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from effectors._thrusters import G0
+from effectors._actuators._thrusters import G0
 
 
 # Loads at one context: the same sums in another order (numpy vs jax).

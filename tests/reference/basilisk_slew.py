@@ -1,5 +1,5 @@
 r"""Closed-loop reaction-wheel slew in real Basilisk (`bsk` 2.12.1): the cross-validation reference of
-`effectors._flight_software` (`tests/test_flight_software.py`).
+`effectors._fsw._flight_software` (`tests/test_flight_software.py`).
 
 Scenario (`SCENARIO`, all SI units): a rigid hub with three balanced reaction wheels, no gravity, no
 external loads; flight software `simpleNav -> inertial3D -> attTrackingError -> mrpFeedback ->

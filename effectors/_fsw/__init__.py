@@ -1,0 +1,3 @@
+"""Flight software: discrete models on clocks (navigation, attitude error, MRP feedback, wheel torque
+mapping).
+"""
