@@ -91,6 +91,20 @@ def _is_library(fn) -> bool:
     return module.split(".")[0] in _LIBRARIES
 
 
+# jaxsim's and effectors' own functions and classes count by their package and qualified name, not
+# by the private module that defines them: moving code between private modules (as the stage folders
+# of the engine did) must not make a stored campaign refuse to resume.
+_OWN = frozenset({"jaxsim", "effectors"})
+
+
+def _where(module: str | None) -> str:
+    """The module part of a library name in the fingerprint: the top-level package for jaxsim's and
+    effectors' own objects (path-independent), the module itself for any other."""
+    module = module or ""
+    top = module.split(".")[0]
+    return top if top in _OWN else module
+
+
 class _Digest:
     """sha256 of a callback by the rule of the module docstring; `names` collects the user
     functions it reached (shown when a resume is refused)."""
@@ -118,11 +132,11 @@ class _Digest:
             except (jax.errors.JAXTypeError, jax.errors.UnexpectedTracerError):  # a tracer
                 self.put("traced", tuple(v.shape), str(v.dtype))
         elif isinstance(v, types.ModuleType):
-            self.put("module", v.__name__)
+            self.put("module", _where(v.__name__))
         elif isinstance(v, type):
-            self.put("type", v.__module__, v.__qualname__)
+            self.put("type", _where(v.__module__), v.__qualname__)
         elif isinstance(v, list | dict | set | bytearray):  # mutable state: its type
-            self.put("object", type(v).__module__, type(v).__qualname__)
+            self.put("object", _where(type(v).__module__), type(v).__qualname__)
         elif isinstance(v, _FUNCTIONS):
             self.function(v, depth)
         elif _is_pytree(v):  # equinox modules and other registered pytrees: structure and leaves
@@ -133,7 +147,7 @@ class _Digest:
         elif callable(v):
             self.function(v, depth)
         else:  # mutable containers and other objects: their type
-            self.put("object", type(v).__module__, type(v).__qualname__)
+            self.put("object", _where(type(v).__module__), type(v).__qualname__)
 
     def function(self, fn, depth: int) -> None:
         if depth > _MAX_DEPTH or id(fn) in self.seen:
@@ -157,11 +171,11 @@ class _Digest:
         code = getattr(fn, "__code__", None)
         if not isinstance(code, types.CodeType):  # builtins, ufuncs, callable objects
             name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
-            self.put("callable", type(fn).__module__, type(fn).__qualname__, name)
+            self.put("callable", _where(type(fn).__module__), type(fn).__qualname__, name)
             return
         library = _is_library(fn)
         if library:
-            self.put("library", fn.__module__, fn.__qualname__)
+            self.put("library", _where(fn.__module__), fn.__qualname__)
         else:
             self.names.append(f"{fn.__module__}.{fn.__qualname__}")
             self.code(code)
