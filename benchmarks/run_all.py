@@ -33,7 +33,8 @@ RESULTS = HERE / "results"
 # Benchmarks that need more than --timeout: bench_gpu runs 1 to 1e5 members on an accelerator (1 and
 # 1e3 on the CPU: ~110 s on a loaded 2-core machine); 540 s still fits a 10-minute device command.
 # bench_fused measures every figure of issue #19 in one run (fresh processes, Basilisk pools).
-MIN_TIMEOUT_S = {"gpu": 540.0, "fused": 480.0}
+# bench_compile_models and bench_stage_rule: cold compiles of large models in fresh processes.
+MIN_TIMEOUT_S = {"gpu": 540.0, "fused": 480.0, "compile_models": 2400.0, "stage_rule": 1800.0}
 
 
 def discover() -> list[str]:
