@@ -27,6 +27,7 @@ from jaxtyping import Array, ArrayLike, Float, PyTree
 from ._compilation._jit import jit as jaxsim_jit
 from ._model._dynamic_object import AbstractDynamicObject
 from ._model._validation import as_array, is_concrete
+from ._request._horizon import check_horizon
 from ._result._codes import RESULTS
 from ._result._host_checks import on_host
 from ._simulate import simulate
@@ -164,6 +165,7 @@ def simulate_phases(
     **Returns:** a `PhasesSolution`.
     """
     phases = _checked(phases)
+    check_horizon(t0, None, caller="simulate_phases")  # simulate's concrete-time checks
     # A top-level call checks `throw` on the host after the run (`jaxsim._result._host_checks`).
     host = on_host(throw)
     sol = _run_phases(

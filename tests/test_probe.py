@@ -11,7 +11,12 @@ Sections, one per class of the issue (add a case to its section):
 6. commands dropped on some paths;
 7. campaigns that lie;
 8. deep crashes: a clear error naming the argument;
-9. hangs and sweeps (refused with an estimate, compiled once).
+9. hangs and sweeps (refused with an estimate, compiled once);
+10. `jaxsim.optimize` under hostile input (issue 47): NaN-aware violation and outcome, decision
+    variables, solver options, `shoot`'s times and solver, `linkage`, `Problem.combined`;
+11. phases: simulate's concrete-time checks;
+12. controls: held inputs at a NaN time;
+13. `effectors.astro`: `mu`, leap seconds, traced eccentricities out of range.
 """
 
 import diffrax as dfx
@@ -772,3 +777,363 @@ def test_a_tolerance_sweep_compiles_once():
         jax.config.update("jax_log_compiles", previous)
         logging.getLogger("jax").removeHandler(handler)
     assert seen == []
+
+
+# --------------------------------------------------------------------------------------------------
+# 10. optimize under hostile input (issue 47): one NaN-aware violation and outcome rule for every
+# solver; one check of the decision variables; simulate's concrete-time checks in `shoot`
+
+
+def _jo():
+    from jaxsim import optimize as jo
+
+    return jo
+
+
+def _nan_unless_nonnegative(x):
+    """A run that fails for x < 0: NaN states there (what a failed `simulate` gives)."""
+    return jnp.where(x >= 0, x, jnp.nan)
+
+
+@jax.custom_jvp
+def _nan_derivative_unless_nonnegative(x):
+    """A run that fails for x < 0 with its values kept and NaN derivatives (jaxsim's failed runs
+    under differentiation)."""
+    return x
+
+
+@_nan_derivative_unless_nonnegative.defjvp
+def _nan_derivative_jvp(primals, tangents):
+    (x,), (tx,) = primals, tangents
+    return x, tx * jnp.where(x >= 0, 1.0, jnp.nan)
+
+
+_SOLVERS = ("SLSQP", "trust-constr", "jax")
+
+
+def _solve(problem, solver, **kw):
+    jo = _jo()
+    if solver == "jax":
+        return jo.solve_jax(problem, **kw)
+    return jo.solve_scipy(problem, solver, **kw)
+
+
+@pytest.mark.parametrize("solver", _SOLVERS)
+def test_nan_constraint_is_a_nan_violation_and_a_failed_solve(solver):
+    """A constraint that is NaN at x0: violation NaN (it was 0.0: a `max` dropped the NaN),
+    status `failed` on every solver (trust-constr gave `iteration_limit`)."""
+    jo = _jo()
+    p = jo.Problem(
+        lambda x, a: jnp.sum(x**2), jnp.ones(2), equality=lambda x, a: jnp.array([jnp.nan])
+    )
+    assert np.isnan(p.violation(p.z0, np.array([2.0, np.nan])))
+    res = _solve(p, solver)
+    assert res.status_name == "failed" and np.isnan(float(res.violation))
+    if solver != "jax":
+        assert "not finite at the initial point x0: equality [nan]" in res.message
+
+
+def test_nan_constraint_met_on_the_way_is_not_a_zero_violation():
+    """SLSQP stops where the inequality is NaN (x < 0, a failed run): it reported `infeasible`
+    with violation 0.0; now `failed` with violation NaN."""
+    jo = _jo()
+    p = jo.Problem(
+        lambda x, a: (x[0] + 1.0) ** 2, jnp.array([1.0]),
+        inequality=lambda x, a: jnp.array([-_nan_unless_nonnegative(x[0])]),
+    )  # fmt: skip
+    res = jo.solve_scipy(p)
+    assert res.status_name == "failed"
+    assert np.isnan(float(res.violation)) and float(res.x[0]) < 0
+
+
+def test_no_convergence_at_the_edge_of_a_failing_region():
+    """min (x + 1)^2 with the run failing for x < 0: SLSQP's line search is blocked by NaN at the
+    edge x = 0 and SciPy reports success there (gradient 2, not a minimum): it was `converged`;
+    now `failed`, the message saying why."""
+    jo = _jo()
+    p = jo.Problem(lambda x, a: (_nan_unless_nonnegative(x[0]) + 1.0) ** 2, jnp.array([1.0]))
+    res = jo.solve_scipy(p, "SLSQP")
+    assert res.status_name == "failed"
+    assert "edge of a region where the problem fails" in res.message
+
+
+def test_trust_constr_on_nan_derivatives_is_a_failed_result():
+    """trust-constr meets NaN constraint derivatives (values finite) on the way: SciPy raised
+    `ValueError: array must not contain infs or NaNs` from inside; now a `failed` result."""
+    jo = _jo()
+    p = jo.Problem(
+        lambda x, a: x[0] ** 2, jnp.array([1.0]),
+        equality=lambda x, a: jnp.array([_nan_derivative_unless_nonnegative(x[0]) + 1.0]),
+    )  # fmt: skip
+    res = jo.solve_scipy(p, "trust-constr")
+    assert res.status_name == "failed"
+    assert "not finite at an iterate: the derivatives of equality" in res.message
+
+
+def _quadratic(**kw):
+    jo = _jo()
+    return jo.Problem(lambda x, a: jnp.sum((x["a"] - 1.0) ** 2), {"a": jnp.zeros(2)}, **kw)
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda jo: jo.Problem(lambda x, a: jnp.sum(x**2), jnp.ones(2) + 1j), "`x0` must be real"),
+        (
+            lambda jo: jo.Problem(lambda x, a: jnp.sum(x**2) * (1 + 1j), jnp.ones(2)),
+            "`objective` must return real values; got complex128",
+        ),
+        (
+            lambda jo: jo.Problem(
+                lambda x, a: jnp.sum(x**2), jnp.ones(2), inequality=lambda x, a: x * 1j
+            ),
+            "`inequality` must return real values",
+        ),
+        (
+            lambda jo: jo.Problem.combined(
+                lambda x, a: (jnp.sum(x**2) + 0j, None, None), jnp.ones(2)
+            ),
+            r"`functions\(\)\[0\] \(J\)` must return real values",
+        ),
+        (
+            lambda jo: jo.solve_scipy(_quadratic(), x0={"a": jnp.ones(2) + 0j}),
+            "solve_scipy: `x0` leaf \\['a'\\] must be real",
+        ),
+    ],
+)
+def test_complex_values_are_refused_not_cast_to_real(build, match):
+    """Complex decision variables and complex objectives or constraints were cast to real
+    (the imaginary part dropped, a warning at most); now refused naming the argument."""
+    with pytest.raises(ValueError, match=match):
+        build(_jo())
+
+
+@pytest.mark.parametrize("solver", _SOLVERS)
+@pytest.mark.parametrize(
+    "x0, match",
+    [
+        ({"b": jnp.ones(2)}, "`x0` must have the pytree structure of the problem's `x0`"),
+        ([jnp.ones(2)], "`x0` must have the pytree structure"),
+        ({"a": jnp.ones(3)}, "`x0` leaf \\['a'\\] must have the shape of the problem's `x0`"),
+        ({"a": jnp.ones((2, 1))}, "`x0` leaf \\['a'\\] must have the shape"),
+        ({"a": jnp.array([np.nan, 1.0])}, "`x0` leaf \\['a'\\] must be finite"),
+    ],
+)
+def test_x0_is_checked_the_same_way_by_every_solver(solver, x0, match):
+    """An `x0` of another structure (or another leaf shape of the same size) was reinterpreted
+    through the flat vector; a wrong size gave a raw broadcasting error in `solve_jax`."""
+    name = "solve_jax" if solver == "jax" else "solve_scipy"
+    with pytest.raises(ValueError, match=f"{name}: {match}"):
+        _solve(_quadratic(), solver, x0=x0)
+
+
+@pytest.mark.parametrize(
+    "solver, kw, match",
+    [
+        ("SLSQP", {"tol": -1.0}, "`tol` \\[-\\] must be finite and >= 0; got -1.0"),
+        ("trust-constr", {"tol": np.nan}, "`tol`"),
+        ("SLSQP", {"constraint_tol": -1e-6}, "`constraint_tol`"),
+        ("SLSQP", {"max_iter": 0}, "`max_iter` must be an integer >= 1"),
+        ("jax", {"constraint_tol": np.nan}, "`constraint_tol` \\[-\\] must be finite and >= 0"),
+        ("jax", {"tol": -1.0}, "`tol`"),
+        ("jax", {"penalty": -1.0}, "`penalty` \\[-\\] must be finite and > 0; got -1.0"),
+        ("jax", {"penalty": np.nan}, "`penalty`"),
+        ("jax", {"max_penalty": 1.0}, "`max_penalty` must be >= `penalty`"),
+        ("jax", {"max_outer": 0}, "`max_outer` must be an integer >= 1; got 0"),
+    ],
+)
+def test_solver_options_are_checked(solver, kw, match):
+    """Negative or NaN tolerances and penalties were accepted (then `infeasible`, `failed` or a
+    run to 1e306); `max_outer=0` gave a raw IndexError."""
+    with pytest.raises(ValueError, match=match):
+        _solve(_quadratic(), solver, **kw)
+
+
+class _Oscillator(js.AbstractDynamicObject):
+    name: str = "osc"
+
+    def init_state(self):
+        return {"x": jnp.ones(()), "v": jnp.zeros(())}
+
+    def drift(self, t, y, args):
+        return {"x": y["v"], "v": -y["x"]}
+
+
+@pytest.mark.parametrize(
+    "t1, t0, match",
+    [
+        (1.0, 1.0, "shoot: `t1` \\[s\\] must be > t0=1.0; got 1.0"),
+        (np.nan, 0.0, "shoot: `t1` \\[s\\] must be finite; got nan"),
+        (1.0, np.inf, "shoot: `t0` \\[s\\] must be finite; got inf"),
+        (jnp.ones(2), 0.0, "shoot: `t1` \\[s\\] must be a scalar"),
+    ],
+)
+def test_shoot_checks_concrete_times_as_simulate_does(t1, t0, match):
+    """A negative concrete `t1` returned NaN states with no error (each segment runs on traced
+    times); now simulate's concrete-time checks, naming `shoot`."""
+    m = _Oscillator()
+    with pytest.raises(ValueError, match=match):
+        _jo().shoot(m, m.init_state(), t1, t0=t0, steps_per_segment=4)
+
+
+def test_shoot_negative_t1_refused_concrete_and_nan_traced():
+    """The probe's case: a concrete t1 = -1 is refused; traced, the states are NaN (each segment
+    fails with `invalid_times`), never a finite wrong value."""
+    m = _Oscillator()
+    with pytest.raises(ValueError, match="shoot: `t1` \\[s\\] must be > t0=0.0; got -1.0"):
+        _jo().shoot(m, m.init_state(), -1.0, steps_per_segment=4)
+    shot = jax.jit(lambda t1: _jo().shoot(m, m.init_state(), t1, steps_per_segment=4))(-1.0)
+    assert np.all(np.isnan(np.asarray(shot.ys["x"][1:])))
+
+
+def test_shoot_refuses_an_adaptive_solver_by_name():
+    """`shoot(solver=Tsit5())` failed inside simulate asking for `rtol`/`atol`, which shoot
+    cannot take."""
+    m = _Oscillator()
+    with pytest.raises(ValueError, match="shoot: `solver` must be a fixed-step solver.*Tsit5"):
+        _jo().shoot(m, m.init_state(), 1.0, steps_per_segment=4, solver=js.Tsit5())
+
+
+@pytest.mark.parametrize(
+    "y_end, y_start, jump, match",
+    [
+        (
+            {"r": jnp.ones(3)},
+            {"r": jnp.ones(1)},
+            None,
+            "leaf \\['r'\\] has shapes \\(3,\\) and \\(1,\\)",
+        ),
+        (
+            {"r": jnp.ones(())},
+            {"r": jnp.ones(3)},
+            None,
+            "`y_end` and `y_start` must have the same shape",
+        ),
+        ({"r": jnp.ones(3)}, {"r": jnp.ones(3)}, lambda y: {"r": y["r"][:2]}, "`jump\\(y_end\\)`"),
+        ({"r": jnp.ones(3)}, {"v": jnp.ones(3)}, None, "same pytree structure"),
+    ],
+)
+def test_linkage_refuses_mismatched_shapes(y_end, y_start, jump, match):
+    """`linkage` broadcast mismatched shapes into constraints (3 equations from 3 vs 1 entries)."""
+    with pytest.raises(ValueError, match=f"linkage: .*{match}"):
+        _jo().linkage(y_end, y_start, jump)
+
+
+def test_combined_with_a_wrong_return_arity_is_named():
+    """`functions` returning (J, c_eq): a raw 'not enough values to unpack'."""
+    with pytest.raises(ValueError, match="Problem.combined: `functions` must return a tuple"):
+        _jo().Problem.combined(lambda x, a: (jnp.sum(x**2), None), jnp.ones(2))
+
+
+def test_running_cost_integrand_of_the_wrong_shape_is_named():
+    """An integrand returning a vector: a broadcasting error deep in the solver naming neither."""
+    jo = _jo()
+    model = jo.RunningCost(_Oscillator(), lambda t, y, a: jnp.ones(3))
+    with pytest.raises(ValueError, match="RunningCost: `integrand` must return a real scalar"):
+        jo.shoot(model, model.init_state(), 1.0, steps_per_segment=4)
+
+
+# --------------------------------------------------------------------------------------------------
+# 11. phases: simulate's concrete-time checks
+
+
+def test_simulate_phases_checks_a_concrete_t0():
+    from jaxsim.phases import Phase, simulate_phases
+
+    m = _Oscillator()
+    with pytest.raises(ValueError, match="simulate_phases: `t0` \\[s\\] must be finite; got nan"):
+        simulate_phases([Phase(m, 1.0, num_steps=4)], m.init_state(), t0=np.nan)
+
+
+# --------------------------------------------------------------------------------------------------
+# 12. controls: a held input at a NaN time is NaN
+
+
+@pytest.mark.parametrize(
+    "signal",
+    [
+        lambda: js.controls.PiecewiseConstant(jnp.array([0.0, 1.0]), jnp.array([1.0, 2.0, 3.0])),
+        lambda: js.controls.SwitchingTimes(jnp.array([0.5]), jnp.array([1.0, -1.0])),
+        lambda: js.signals.PiecewiseTable([0.0, 1.0], [1.0, 2.0, 3.0]),
+        lambda: js.signals.Step(1.0, 0.0, 1.0),
+    ],
+    ids=["PiecewiseConstant", "SwitchingTimes", "PiecewiseTable", "Step"],
+)
+def test_held_input_at_a_nan_time_is_nan(signal):
+    """`PiecewiseConstant(...)(nan)` returned its last value (`searchsorted` puts NaN last)."""
+    s = signal()
+    assert np.isnan(float(s(jnp.nan)))
+    assert np.isnan(float(jax.jit(lambda t: s(t))(jnp.nan)))
+    assert np.isfinite(float(s(0.75)))
+
+
+# --------------------------------------------------------------------------------------------------
+# 13. astro: out-of-range arguments refused when concrete, NaN when traced
+
+
+def _elements_call(fn, mu):
+    el = fx.astro.ClassicElements(7e6, 0.1, 0.5, 0.2, 0.3, 0.4)
+    r_N, v_N = fx.astro.elem2rv(MU_EARTH, el)
+    mee = fx.astro.elem2mee(el)
+    return {
+        "elem2rv": lambda: fx.astro.elem2rv(mu, el)[1],
+        "rv2elem": lambda: fx.astro.rv2elem(mu, r_N, v_N).a,
+        "kepler_propagate": lambda: fx.astro.kepler_propagate(mu, el, 60.0).f,
+        "mee2rv": lambda: fx.astro.mee2rv(mu, mee)[1],
+        "rv2mee": lambda: fx.astro.rv2mee(mu, r_N, v_N).p,
+    }[fn]
+
+
+_MU_FUNCTIONS = ("elem2rv", "rv2elem", "kepler_propagate", "mee2rv", "rv2mee")
+
+
+@pytest.mark.parametrize("fn", _MU_FUNCTIONS)
+@pytest.mark.parametrize("mu", [0.0, -MU_EARTH, np.nan])
+def test_astro_mu_must_be_positive(fn, mu):
+    """`mu <= 0` was accepted (NaN or a finite wrong state); now refused naming it."""
+    with pytest.raises(ValueError, match=f"{fn}: `mu` must be finite and > 0 \\[m\\^3/s\\^2\\]"):
+        _elements_call(fn, mu)()
+
+
+# The other functions already gave NaN (sqrt(mu / p) of a negative mu).
+@pytest.mark.parametrize("fn", ["rv2elem", "rv2mee"])
+def test_astro_traced_negative_mu_gives_nan(fn):
+    out = jax.jit(lambda mu: _elements_call(fn, mu)())(-MU_EARTH)
+    assert np.all(np.isnan(np.asarray(out)))
+
+
+@pytest.mark.parametrize(
+    "value", ["2015-12-31T23:59:60Z", "2016-06-30T23:59:60Z", "2016-12-31T23:59:61Z"]
+)
+def test_leap_second_on_a_day_without_one_is_refused(value):
+    """'23:59:60' on a day without a leap second became the next midnight silently (ERFA's
+    'time is after end of day' warning only); now refused. 2016-12-31 has one (accepted)."""
+    with pytest.raises(ValueError, match="is past the end of its day in UTC"):
+        fx.astro.Epoch(value)
+    with pytest.raises(ValueError, match="past the end of its day in TAI"):
+        fx.astro.Epoch("2016-12-31T23:59:60", scale="tai")
+    leap = fx.astro.Epoch("2016-12-31T23:59:60Z")
+    after = fx.astro.Epoch("2017-01-01T00:00:00Z")
+    assert after.tdb_seconds_past_j2000 - leap.tdb_seconds_past_j2000 == 1.0
+
+
+_ELLIPTIC = ("E2f", "f2E", "E2M", "M2E", "f2M", "M2f", "solve_kepler")
+_HYPERBOLIC = ("H2f", "f2H", "H2N", "N2H", "solve_kepler_hyperbolic")
+
+
+# Only the cases that gave a finite value (a square root of 1 - e or of (e + 1)/(e - 1) of the
+# wrong sign already gave NaN: E2f, f2E, f2M, M2f at e = 1.5, H2f, f2H at e = 0.5).
+_ALREADY_NAN = {(f, 1.5) for f in ("E2f", "f2E", "f2M", "M2f")} | {("H2f", 0.5), ("f2H", 0.5)}
+_OUT_OF_RANGE = [(f, e) for f in _ELLIPTIC for e in (1.5, -0.5)]
+_OUT_OF_RANGE += [(f, e) for f in _HYPERBOLIC for e in (0.5, -2.0)]
+
+
+@pytest.mark.parametrize("fn, e", [c for c in _OUT_OF_RANGE if c not in _ALREADY_NAN])
+def test_traced_out_of_range_eccentricity_gives_nan(fn, e):
+    """A traced eccentricity outside a function's range gave a finite anomaly (E2M at e = 1.5,
+    E2f at e = -0.5, H2N at e = 0.5, ...); now NaN (concrete ones are refused, as before)."""
+    f = getattr(fx.astro, fn)
+    out = jax.jit(f)(0.3, e)
+    assert np.isnan(float(out))
+    with pytest.raises(ValueError, match=f"{fn}: `e` must"):
+        f(0.3, e)

@@ -17,7 +17,10 @@ Conventions are Basilisk's `orbitalMotion` ones, so that elements move between t
   $(-f_\infty, f_\infty)$ with $f_\infty = \arccos(-1/e)$.
 
 Rectilinear orbits ($h = 0$) and retrograde equatorial orbits in modified equinoctial elements are
-refused (their elements are singular). Every function is pure JAX: `jit`, `vmap` and `grad` go through
+refused (their elements are singular). Arguments out of their range (`mu` <= 0, an eccentricity
+outside a function's range) are refused when concrete (`ValueError` naming the function, the
+argument and the value); traced ones (under `jit`, `vmap`, `grad`) make the result NaN, never a
+finite wrong value. Every function is pure JAX: `jit`, `vmap` and `grad` go through
 it; the Kepler solvers differentiate by the implicit-function theorem, not through their iterations.
 
 **References:** Schaub, H., Junkins, J. L., *Analytical Mechanics of Space Systems*, 4th ed., AIAA, 2018,
@@ -185,6 +188,7 @@ def elem2rv(
 
     **Returns:** `(r_N, v_N)` [m], [m/s], shape `(..., 3)`.
     """
+    mu = _check_mu("elem2rv", mu)
     el = elements
     p = semilatus_rectum(el.a, el.e)
     p_hat, q_hat = _perifocal_axes(el.i, el.Omega, el.omega)
@@ -220,6 +224,7 @@ def rv2elem(
 
     **Returns:** `ClassicElements` (rectilinear states, $\mathbf h = 0$, are refused when concrete).
     """
+    mu = _check_mu("rv2elem", mu)
     r_N, v_N = jnp.asarray(r_N, float), jnp.asarray(v_N, float)
     h_N = jnp.cross(r_N, v_N)
     h2 = jnp.sum(h_N * h_N, axis=-1)
@@ -293,25 +298,33 @@ def _elements_unchecked(a, e, i, Omega, omega, f) -> ClassicElements:
 # Anomalies
 
 
+def _in_range(fn, arg, x, ok, expected, unit):
+    """`x` checked: a concrete value out of range is refused (`ValueError` naming `fn`, `arg`, the
+    unit and the value); a traced one (under `jit`/`vmap`/`grad`) becomes NaN there, so that every
+    result computed from it is NaN, never a finite wrong value."""
+    _require(fn, arg, ok, expected, unit, x)
+    return jnp.where(ok, x, jnp.nan)
+
+
 def _check_elliptic(fn, e):
-    _require(
-        fn,
-        "e",
-        (jnp.asarray(e) >= 0) & (jnp.asarray(e) < 1),
-        "must be in [0, 1) (elliptic)",
-        "-",
-        e,
-    )
+    e = jnp.asarray(e, dtype=float)
+    return _in_range(fn, "e", e, (e >= 0) & (e < 1), "must be in [0, 1) (elliptic)", "-")
 
 
 def _check_hyperbolic(fn, e):
-    _require(fn, "e", jnp.asarray(e) > 1, "must be > 1 (hyperbolic)", "-", e)
+    e = jnp.asarray(e, dtype=float)
+    return _in_range(fn, "e", e, e > 1, "must be > 1 (hyperbolic)", "-")
+
+
+def _check_mu(fn, mu):
+    mu = jnp.asarray(mu, dtype=float)
+    return _in_range(fn, "mu", mu, jnp.isfinite(mu) & (mu > 0), "must be finite and > 0", "m^3/s^2")
 
 
 def E2f(E: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""Eccentric anomaly $E$ [rad] to true anomaly $f$ [rad], $0 \le e < 1$:
     $f = 2\,\mathrm{atan2}(\sqrt{1+e}\sin\frac E2, \sqrt{1-e}\cos\frac E2)$."""
-    _check_elliptic("E2f", e)
+    e = _check_elliptic("E2f", e)
     return 2.0 * jnp.arctan2(
         jnp.sqrt(1.0 + e) * jnp.sin(E / 2.0), jnp.sqrt(1.0 - e) * jnp.cos(E / 2.0)
     )
@@ -319,7 +332,7 @@ def E2f(E: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[A
 
 def f2E(f: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""True anomaly $f$ [rad] to eccentric anomaly $E$ [rad], $0 \le e < 1$ (inverse of `E2f`)."""
-    _check_elliptic("f2E", e)
+    e = _check_elliptic("f2E", e)
     return 2.0 * jnp.arctan2(
         jnp.sqrt(1.0 - e) * jnp.sin(f / 2.0), jnp.sqrt(1.0 + e) * jnp.cos(f / 2.0)
     )
@@ -327,20 +340,20 @@ def f2E(f: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[A
 
 def E2M(E: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""Eccentric anomaly to mean anomaly [rad]: Kepler's equation $M = E - e\sin E$, $0 \le e < 1$."""
-    _check_elliptic("E2M", e)
+    e = _check_elliptic("E2M", e)
     return E - e * jnp.sin(E)
 
 
 def H2f(H: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""Hyperbolic anomaly $H$ to true anomaly $f$ [rad], $e > 1$:
     $\tan\frac f2 = \sqrt{\frac{e+1}{e-1}}\tanh\frac H2$."""
-    _check_hyperbolic("H2f", e)
+    e = _check_hyperbolic("H2f", e)
     return 2.0 * jnp.arctan(jnp.sqrt((e + 1.0) / (e - 1.0)) * jnp.tanh(H / 2.0))
 
 
 def f2H(f: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""True anomaly $f$ to hyperbolic anomaly $H$ [rad], $e > 1$, $|f| < \arccos(-1/e)$."""
-    _check_hyperbolic("f2H", e)
+    e = _check_hyperbolic("f2H", e)
     if _concrete(f, e):
         _require(
             "f2H",
@@ -355,7 +368,7 @@ def f2H(f: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[A
 
 def H2N(H: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     r"""Hyperbolic anomaly to hyperbolic mean anomaly [rad]: $N = e\sinh H - H$, $e > 1$."""
-    _check_hyperbolic("H2N", e)
+    e = _check_hyperbolic("H2N", e)
     return e * jnp.sinh(H) - H
 
 
@@ -390,7 +403,8 @@ def solve_kepler(
 
     **Reference:** Danby, J. M. A., *Fundamentals of Celestial Mechanics*, 2nd ed., 1988, §6.6.
     """
-    M, e = jnp.broadcast_arrays(jnp.asarray(M, float), jnp.asarray(e, float))
+    e = _check_elliptic("solve_kepler", e)
+    M, e = jnp.broadcast_arrays(jnp.asarray(M, float), e)
     # Reduce M to [-pi, pi) for the iteration, then add the turns back.
     turns = jnp.floor((M + math.pi) / _TWO_PI)
     m = M - turns * _TWO_PI
@@ -413,7 +427,7 @@ def _solve_kepler_jvp(primals, tangents):
 
 def M2E(M: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     """Mean anomaly to eccentric anomaly [rad], $0 \\le e < 1$ (`solve_kepler`, with its check)."""
-    _check_elliptic("M2E", e)
+    e = _check_elliptic("M2E", e)
     return solve_kepler(M, e)
 
 
@@ -426,7 +440,8 @@ def solve_kepler_hyperbolic(
     Newton's method from $H_0 = \mathrm{sign}(N)\ln(2|N|/e + 1.8)$ (Vallado 2013, Algorithm 4 starter),
     to a few ulps; derivatives by the implicit-function theorem, $dH = (dN - \sinh H\,de)/(e\cosh H - 1)$.
     """
-    N, e = jnp.broadcast_arrays(jnp.asarray(N, float), jnp.asarray(e, float))
+    e = _check_hyperbolic("solve_kepler_hyperbolic", e)
+    N, e = jnp.broadcast_arrays(jnp.asarray(N, float), e)
     x0 = jnp.sign(N) * jnp.log(2.0 * jnp.abs(N) / e + 1.8)
     return _newton(
         lambda H, N, e: e * jnp.sinh(H) - H - N, lambda H, N, e: e * jnp.cosh(H) - 1.0, x0, (N, e)
@@ -444,14 +459,14 @@ def _solve_kepler_hyperbolic_jvp(primals, tangents):
 
 def N2H(N: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     """Hyperbolic mean anomaly to hyperbolic anomaly [rad], $e > 1$ (`solve_kepler_hyperbolic`)."""
-    _check_hyperbolic("N2H", e)
+    e = _check_hyperbolic("N2H", e)
     return solve_kepler_hyperbolic(N, e)
 
 
 def f2M(f: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     """True anomaly to mean anomaly [rad] (elliptic, $0 \\le e < 1$): `E2M(f2E(f, e), e)`; the
     result has the same number of turns as `f` (continuous in `f`)."""
-    _check_elliptic("f2M", e)
+    e = _check_elliptic("f2M", e)
     turns = jnp.floor((f + math.pi) / _TWO_PI)
     fr = f - turns * _TWO_PI
     return E2M(f2E(fr, e), e) + turns * _TWO_PI
@@ -459,7 +474,7 @@ def f2M(f: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[A
 
 def M2f(M: Float[ArrayLike, "*batch"], e: Float[ArrayLike, "*batch"]) -> Float[Array, "*batch"]:
     """Mean anomaly to true anomaly [rad] (elliptic, $0 \\le e < 1$), with the turns of `M` kept."""
-    _check_elliptic("M2f", e)
+    e = _check_elliptic("M2f", e)
     turns = jnp.floor((M + math.pi) / _TWO_PI)
     return E2f(solve_kepler(M - turns * _TWO_PI, e), e) + turns * _TWO_PI
 
@@ -472,6 +487,7 @@ def kepler_propagate(
     Elliptic: $M(t) = M_0 + n\,\Delta t$, $n = \sqrt{\mu/a^3}$; hyperbolic: $N(t) = N_0 + n\,\Delta t$,
     $n = \sqrt{\mu/(-a)^3}$. Parabolas are refused. The true anomaly keeps its number of turns.
     """
+    mu = _check_mu("kepler_propagate", mu)
     el = elements
     _require(
         "kepler_propagate",
@@ -583,6 +599,7 @@ def mee2rv(
     $\mathbf r = r(\cos L\,\hat f + \sin L\,\hat g)$,
     $\mathbf v = \sqrt{\mu/p}\,(-(g + \sin L)\,\hat f + (f + \cos L)\,\hat g)$ (Walker et al. 1985).
     """
+    mu = _check_mu("mee2rv", mu)
     m = mee
     f_hat, g_hat = _equinoctial_axes(m.h, m.k)
     cL, sL = jnp.cos(m.L)[..., None], jnp.sin(m.L)[..., None]
@@ -611,6 +628,7 @@ def rv2mee(
     $L = \mathrm{atan2}(\mathbf r\cdot\hat g, \mathbf r\cdot\hat f)$ in $[0, 2\pi)$. Retrograde
     equatorial states ($\hat h_z = -1$) are refused when concrete.
     """
+    mu = _check_mu("rv2mee", mu)
     r_N, v_N = jnp.asarray(r_N, float), jnp.asarray(v_N, float)
     h_N = jnp.cross(r_N, v_N)
     h2 = jnp.sum(h_N * h_N, axis=-1)

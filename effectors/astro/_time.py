@@ -32,6 +32,12 @@ _DAY = 86400.0  # [s]
 _SCALES = ("utc", "tai", "tt", "tdb")
 
 
+def _past_end_of_day(message: str) -> bool:
+    """Whether an ERFA warning says that `dtf2d` read a time past the end of its day (a second
+    23:59:60 on a day without a leap second; "both of next two": that and a dubious year)."""
+    return '"dtf2d"' in message and ("after end of day" in message or "both of next two" in message)
+
+
 def _astropy():
     try:
         import erfa  # noqa: F401  (astropy's own dependency, pyerfa)
@@ -51,7 +57,8 @@ class Epoch:
 
     - `value`: one of
         - an ISO 8601 string, e.g. `"2025-03-20T12:00:00Z"` (a trailing `Z` means UTC; otherwise the
-          string is read in `scale`, default UTC; a leap second `23:59:60` is accepted);
+          string is read in `scale`, default UTC; a leap second `23:59:60` is accepted on a UTC
+          day that ends with one, and refused on any other day or scale);
         - an astropy `Time` (its own scale);
         - a Julian date [d] (float, or a `(jd1, jd2)` pair whose sum is the date, for full
           precision), in `scale` (default UTC); `format="mjd"` reads a modified Julian date.
@@ -258,12 +265,27 @@ def _as_time(Time, value, scale, format):
                 )
             text = text[:-1]
         try:
-            return Time(text, format="isot" if "T" in text else None, scale=scale or "utc")
+            # ERFA notes a second past 23:59:59 on a day that has no leap second ("time is after
+            # end of day") and then reads it as the next day's midnight: refused below.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                t = Time(text, format="isot" if "T" in text else None, scale=scale or "utc")
         except ValueError as err:
             raise ValueError(
                 f"{cls}: `value` must be an ISO 8601 date and time such as "
                 f"'2025-03-20T12:00:00Z'; got {value!r} ({err})."
             ) from err
+        if any(_past_end_of_day(str(w.message)) for w in caught):
+            raise ValueError(
+                f"{cls}: `value` {value!r} is past the end of its day in "
+                f"{(scale or 'utc').upper()}: a second past 23:59:59 (23:59:60) exists only in UTC, on "
+                "a day that ends with a leap second (ERFA's leap-second table, through astropy; e.g. "
+                "2016-12-31T23:59:60Z), and it is not read as the next day's midnight. Give "
+                "00:00:00 of the next day, or a day with a leap second."
+            )
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return t
     if isinstance(value, (tuple, list)) and len(value) == 2:
         jd1, jd2 = value
     elif isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool):

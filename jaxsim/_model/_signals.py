@@ -50,6 +50,13 @@ def nan_unless_increasing(times, u):
     return jnp.where(jnp.all(jnp.diff(times) > 0), u, jnp.nan)
 
 
+def nan_at_nan_time(t, u):
+    """`u`, or NaN where the time `t` is NaN: a held value or a table lookup (`searchsorted`
+    places NaN after every time) would otherwise return its last value for a NaN time."""
+    nan = jnp.isnan(jnp.asarray(t))
+    return jnp.where(jnp.reshape(nan, nan.shape + (1,) * (jnp.ndim(u) - nan.ndim)), jnp.nan, u)
+
+
 def time_points(times) -> tuple:
     """The entries of a 1-D array of times as a tuple (a signal's `breakpoints()`): NumPy scalars
     when `times` is concrete, so that they stay concrete inside a user's `jit` (indexing a JAX
@@ -78,12 +85,12 @@ def held_value(times, values, t):
     there (the steps tile the horizon exactly), so its derivative is counted once."""
     interval = held_interval()
     if interval is None:
-        return values[jnp.searchsorted(times, t, side="left")]
+        return nan_at_nan_time(t, values[jnp.searchsorted(times, t, side="left")])
     a, b = interval
     c = jnp.where(times < a, a, jnp.where(times < b, times, b))
     c = jnp.concatenate([jnp.reshape(a, (1,)), c, jnp.reshape(b, (1,))])
     w = jnp.diff(c) / (b - a)
-    return jnp.tensordot(w, values, axes=1)
+    return nan_at_nan_time(t, jnp.tensordot(w, values, axes=1))
 
 
 class PiecewiseConstant(AbstractSignal):
@@ -187,7 +194,7 @@ class Step(AbstractSignal):
             )
 
     def __call__(self, t):
-        return jnp.where(t >= self.T, self.on, self.off)
+        return nan_at_nan_time(t, jnp.where(t >= self.T, self.on, self.off))
 
     def breakpoints(self, t0=None, t1=None):
         return (self.T,)
@@ -248,7 +255,7 @@ class PiecewiseTable(AbstractSignal):
 
     def __call__(self, t):
         i = jnp.searchsorted(self.times, t, side="right")
-        return self.values[i]
+        return nan_at_nan_time(t, self.values[i])
 
     def breakpoints(self, t0=None, t1=None):
         return time_points(self.times)

@@ -26,8 +26,15 @@ import jax.numpy as jnp
 from jaxtyping import PyTree
 
 from .._compilation._jit import jit as _jit
-from ._problem import Problem
-from ._result import CONVERGED, FAILED, INFEASIBLE, ITERATION_LIMIT, OptimizeResult
+from ._problem import Problem, check_count, check_number, decision_vector
+from ._result import (
+    CONVERGED,
+    FAILED,
+    INFEASIBLE,
+    OptimizeResult,
+    constraint_violation,
+    final_status,
+)
 
 
 _RUNNING = -1
@@ -139,16 +146,14 @@ def _core(problem: Problem, opts):
             z, k_in = inner(z, lam, mu, rho, inner_tol)
             Fz = F(z)
             f, ceq, cin = split(Fz)
-            viol = jnp.maximum(
-                jnp.max(jnp.abs(ceq), initial=0.0), jnp.max(jnp.maximum(cin, 0.0), initial=0.0)
-            )
+            viol = constraint_violation(ceq, cin, z, lo, hi)
             lam_n = lam + rho * ceq
             mu_n = jnp.maximum(0.0, mu + rho * cin)
             _, gL = weighted_grad(z, lambda _: jnp.concatenate([jnp.ones(1), lam_n, mu_n]))
             opt = proj_grad(z, gL)
             done = (viol <= ctol) & (opt <= tol)
             stuck = (rho >= rho_max) & (viol > ctol) & (viol > _STALL * viol_prev)
-            nonfinite = ~jnp.isfinite(f) | ~jnp.isfinite(viol)
+            nonfinite = ~jnp.isfinite(f) | ~jnp.isfinite(viol) | ~jnp.isfinite(opt)
             status = jnp.where(done, CONVERGED, jnp.where(stuck, INFEASIBLE, _RUNNING))
             status = jnp.where(nonfinite, FAILED, status)
             # The penalty grows only while the constraints are not met and their violation fell
@@ -179,12 +184,14 @@ def _core(problem: Problem, opts):
             jnp.asarray(1e-2),
         )
         j, z, lam, mu, _, _, status, logs, _ = jax.lax.while_loop(outer_cond, outer_body, init)
-        status = jnp.where(status == _RUNNING, ITERATION_LIMIT, status)
         Fz = F(z)
         f, ceq, cin = split(Fz)
-        viol = jnp.maximum(
-            jnp.max(jnp.abs(ceq), initial=0.0), jnp.max(jnp.maximum(cin, 0.0), initial=0.0)
-        )
+        viol = constraint_violation(ceq, cin, z, lo, hi)
+        _, gL = weighted_grad(z, lambda _: jnp.concatenate([jnp.ones(1), lam, mu]))
+        status = final_status(
+            f, viol, jnp.all(jnp.isfinite(gL)), ctol, success=status == CONVERGED,
+            at_limit=status == _RUNNING, infeasible=status == INFEASIBLE,
+        )  # fmt: skip
         return z, f, viol, status, j, lam, mu, logs
 
     return _jit(run)
@@ -212,16 +219,27 @@ def solve_jax(
 
     **Outcome:** `converged` (violation <= `constraint_tol` and optimality <= `tol`),
     `infeasible` (at the largest penalty the violation stalls above `constraint_tol`),
-    `iteration_limit` (`max_outer` updates), `failed` (non-finite objective or constraints).
+    `iteration_limit` (`max_outer` updates), `failed` (non-finite objective, constraints or
+    derivatives; the rule of every solver, `final_status`). `x0` is checked like every solver's
+    (`decision_vector`: the structure and shapes of `problem.x0`, real, finite when concrete);
+    `tol`, `constraint_tol` >= 0, `penalty`, `max_penalty` > 0 (finite), counts >= 1.
     `log` rows are per outer iteration (NaN past the last): objective, violation, optimality,
     penalty, inner iterations. The multipliers are the first-order estimates of the last update.
     """
-    opts = (float(tol), float(constraint_tol), int(max_outer), int(max_inner))
-    opts += (float(penalty), float(max_penalty))
+    name = "solve_jax"
+    rho0 = check_number(name, "penalty", penalty, "> 0")
+    rho_max = check_number(name, "max_penalty", max_penalty, "> 0")
+    if rho_max < rho0:
+        raise ValueError(
+            f"{name}: `max_penalty` must be >= `penalty` = {rho0!r}; got {max_penalty!r}."
+        )
+    opts = (check_number(name, "tol", tol, ">= 0"), check_number(name, "constraint_tol",
+            constraint_tol, ">= 0"), check_count(name, "max_outer", max_outer),
+            check_count(name, "max_inner", max_inner), rho0, rho_max)  # fmt: skip
     cache = problem.__dict__.setdefault("_jax_solvers", {})
     if opts not in cache:
         cache[opts] = _core(problem, opts)
-    z0 = jnp.asarray(problem.z0) if x0 is None else jax.flatten_util.ravel_pytree(x0)[0]
+    z0 = jnp.asarray(problem.z0) if x0 is None else decision_vector(name, "x0", x0, problem.x0)
     args = problem.args if args is None else args
     z, f, viol, status, j, lam, mu, logs = cache[opts](jnp.asarray(z0, float), args)
     return OptimizeResult(

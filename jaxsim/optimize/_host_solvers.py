@@ -20,16 +20,71 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PyTree
 
-from ._problem import HostEvaluator, Problem
-from ._result import CONVERGED, FAILED, INFEASIBLE, ITERATION_LIMIT, OptimizeResult
+from ._problem import HostEvaluator, Problem, check_count, check_number
+from ._result import FAILED, OptimizeResult, final_status
 
 
 _SCIPY_METHODS = ("SLSQP", "trust-constr")
 
 
-def _start(problem, x0):
-    z0 = problem.z0 if x0 is None else problem.flat(x0)
+def _start(problem, x0, caller):
+    z0 = problem.z0 if x0 is None else problem.flat(x0, caller, "x0")
     return np.clip(z0, problem.lower, problem.upper)
+
+
+def _check_options(caller, tol, constraint_tol, max_iter):
+    return (
+        check_number(caller, "tol", tol, ">= 0"),
+        check_number(caller, "constraint_tol", constraint_tol, ">= 0"),
+        check_count(caller, "max_iter", max_iter),
+    )
+
+
+def _nonfinite(problem, F, J) -> str:
+    """Which of the objective, constraints and their Jacobians are not finite ("" when all are)."""
+    names = []
+    for what, rows in zip(
+        ("objective", "equality", "inequality"), problem.split(np.arange(F.size))
+    ):
+        rows = np.atleast_1d(rows)
+        if not np.all(np.isfinite(F[rows])):
+            names.append(f"{what} {F[rows].tolist()}")
+        elif not np.all(np.isfinite(J[rows])):
+            names.append(f"the derivatives of {what}")
+    return "; ".join(names)
+
+
+# Appended to the solver's message when its success is not trusted (`_status`).
+_EDGE = (
+    "; stopped right after meeting non-finite values or derivatives (the edge of a region where "
+    "the problem fails): not taken as converged"
+)
+
+
+def _status(problem, ev, z, constraint_tol, *, success, **report):
+    """The shared outcome rule (`final_status`) at the solver's last point `z`, and whether a
+    reported success was discarded: a solver whose last iteration met non-finite values (a line
+    search blocked by a failing run) reports success at the edge of that region, not at a KKT
+    point."""
+    untrusted = bool(success) and ev.met_nonfinite
+    F, J = ev(z)
+    status = final_status(
+        F[0], problem.violation(z, F), np.all(np.isfinite(J)), constraint_tol,
+        success=bool(success) and not untrusted, **report,
+    )  # fmt: skip
+    return int(status), untrusted
+
+
+def _failed_at_start(problem, ev, z0, log, solver, t0):
+    """A `failed` result without running the solver when the values or derivatives at the start
+    are not finite (SciPy's and IPOPT's iterations are undefined there), else None."""
+    F, J = ev(z0)
+    bad = _nonfinite(problem, F, J)
+    if not bad:
+        return None
+    message = f"not finite at the initial point x0: {bad}; the solver was not started"
+    lam, mu = np.full(problem.num_equality, np.nan), np.full(problem.num_inequality, np.nan)
+    return _result(problem, ev, z0, FAILED, 0, lam, mu, log, solver, message, t0)
 
 
 def _result(problem, ev, z, status, iterations, lam, mu, log, solver, message, t0):
@@ -38,7 +93,7 @@ def _result(problem, ev, z, status, iterations, lam, mu, log, solver, message, t
         x=problem.x(z),
         objective=jnp.asarray(F[0]),
         violation=jnp.asarray(problem.violation(z, F)),
-        status=jnp.asarray(status),
+        status=jnp.asarray(status, dtype=jnp.int32),
         iterations=jnp.asarray(iterations),
         multipliers={"equality": jnp.asarray(lam), "inequality": jnp.asarray(mu)},
         log={k: jnp.asarray(v, dtype=float) for k, v in log.items()},
@@ -66,23 +121,34 @@ def solve_scipy(
     `ftol`; trust-constr's `gtol` and `xtol`), `constraint_tol` (largest violation accepted as
     converged, in the constraints' units), `max_iter`, `options` (passed to SciPy, after ours).
 
-    **Outcome** (`OptimizeResult.status`): `converged` when SciPy reports success and the
-    violation is at most `constraint_tol`; `iteration_limit` when SciPy stopped at `max_iter`;
-    `infeasible` when SLSQP reports incompatible constraints, or when either method stops (line
-    search, step below `tol`) at a point violating the constraints by more than `constraint_tol`;
-    `failed` otherwise. Multipliers in the convention of `OptimizeResult`.
+    **Outcome** (`OptimizeResult.status`, the rule of every solver: `final_status`): `failed`
+    where the objective, the violation or the derivatives at the last point are not finite
+    (also at `x0`: SciPy is then not started; and when SciPy raises on such values), and where
+    SciPy reports success right after its last iteration met non-finite values (a stop at the
+    edge of a region where the problem fails, not at a KKT point); else
+    `converged` when SciPy reports success and the violation is at most `constraint_tol`;
+    `iteration_limit` when SciPy stopped at `max_iter`; `infeasible` when SLSQP reports
+    incompatible constraints, or when either method stops (line search, step below `tol`) at a
+    point violating the constraints by more than `constraint_tol`; `failed` otherwise.
+    Multipliers in the convention of `OptimizeResult`. `x0` is checked like every solver's
+    (`decision_vector`); `tol`, `constraint_tol` finite and >= 0, `max_iter` >= 1.
     """
     import scipy.optimize as so
 
     if method not in _SCIPY_METHODS:
         raise ValueError(f"solve_scipy: `method` must be one of {_SCIPY_METHODS}; got {method!r}.")
+    tol, constraint_tol, max_iter = _check_options("solve_scipy", tol, constraint_tol, max_iter)
     args = problem.args if args is None else args
     t_start = time.perf_counter()
     ev = HostEvaluator(problem, args)
-    z0 = _start(problem, x0)
+    z0 = _start(problem, x0, "solve_scipy")
     log = {"objective": [], "violation": []}
+    early = _failed_at_start(problem, ev, z0, log, method, t_start)
+    if early is not None:
+        return early
 
     def callback(intermediate_result):
+        ev.accept()
         z = np.asarray(intermediate_result.x)
         F, _ = ev(z)
         log["objective"].append(float(F[0]))
@@ -106,10 +172,12 @@ def solve_scipy(
                 }
             )
         opts = {"maxiter": int(max_iter), "ftol": float(tol), **(options or {})}
-        res = so.minimize(
-            ev.objective, z0, jac=ev.gradient, method="SLSQP", bounds=bounds,
-            constraints=cons, options=opts, callback=callback,
+        res = _minimize(
+            problem, ev, log, method, t_start, ev.objective, z0, jac=ev.gradient,
+            method="SLSQP", bounds=bounds, constraints=cons, options=opts, callback=callback,
         )  # fmt: skip
+        if isinstance(res, OptimizeResult):
+            return res
         mult = np.asarray(getattr(res, "multipliers", np.full(m_eq + m_in, np.nan)), float)
         lam, mu = -mult[:m_eq], mult[m_eq : m_eq + m_in]
         code = int(res.status)
@@ -130,10 +198,13 @@ def solve_scipy(
         with warnings.catch_warnings():
             # SciPy's quasi-Newton update notes a linear constraint (delta_grad == 0); harmless.
             warnings.filterwarnings("ignore", message="delta_grad == 0.0", category=UserWarning)
-            res = so.minimize(
-                ev.objective, z0, jac=ev.gradient, hess=so.BFGS(), method="trust-constr",
-                bounds=bounds, constraints=cons, options=opts, callback=callback,
+            res = _minimize(
+                problem, ev, log, method, t_start, ev.objective, z0, jac=ev.gradient,
+                hess=so.BFGS(), method="trust-constr", bounds=bounds, constraints=cons,
+                options=opts, callback=callback,
             )  # fmt: skip
+        if isinstance(res, OptimizeResult):
+            return res
         v = list(res.v)
         lam = np.asarray(v[0], float) if m_eq else np.zeros(0)
         mu = np.asarray(v[1 if m_eq else 0], float) if m_in else np.zeros(0)
@@ -143,18 +214,36 @@ def solve_scipy(
         stalled = code == 2
         success = code in (1, 2)
     z = np.asarray(res.x, float)
-    F, _ = ev(z)
-    violation = problem.violation(z, F)
-    if success and violation <= constraint_tol:
-        status = CONVERGED
-    elif stopped_at_limit:
-        status = ITERATION_LIMIT
-    elif reports_infeasible or ((stalled or success) and violation > constraint_tol):
-        status = INFEASIBLE
-    else:
-        status = FAILED
+    status, untrusted = _status(
+        problem, ev, z, constraint_tol, success=success, at_limit=stopped_at_limit,
+        infeasible=reports_infeasible, stalled=stalled,
+    )  # fmt: skip
     iterations = int(getattr(res, "nit", len(log["objective"])))
-    return _result(problem, ev, z, status, iterations, lam, mu, log, method, res.message, t_start)
+    message = str(res.message) + (_EDGE if untrusted else "")
+    return _result(problem, ev, z, status, iterations, lam, mu, log, method, message, t_start)
+
+
+def _minimize(problem, ev, log, solver, t0, *args, **kwargs):
+    """`scipy.optimize.minimize`, or a `failed` result when SciPy stops with an exception after
+    the problem returned non-finite values or derivatives (trust-constr's factorizations raise on
+    NaN instead of reporting it)."""
+    import scipy.optimize as so
+
+    try:
+        return so.minimize(*args, **kwargs)
+    except (ValueError, np.linalg.LinAlgError) as err:
+        if ev._F is None or not _nonfinite(problem, ev._F, ev._J):
+            raise
+        z = ev._z
+        m_eq, m_in = problem.num_equality, problem.num_inequality
+        message = (
+            f"not finite at an iterate: {_nonfinite(problem, ev._F, ev._J)}; SciPy stopped "
+            f"({type(err).__name__}: {err})"
+        )
+        return _result(
+            problem, ev, z, FAILED, len(log["objective"]), np.full(m_eq, np.nan),
+            np.full(m_in, np.nan), log, solver, message, t0,
+        )  # fmt: skip
 
 
 def cyipopt_available() -> bool:
@@ -182,9 +271,12 @@ def solve_ipopt(
     **Arguments:** `x0`, `args`, `tol` (IPOPT's `tol`), `constraint_tol` (`constr_viol_tol`),
     `max_iter`, `options` (IPOPT options, after ours).
 
-    **Outcome:** `converged` for IPOPT's `Solve_Succeeded` (and `Solved_To_Acceptable_Level` with
-    the violation at most `constraint_tol`), `infeasible` for `Infeasible_Problem_Detected`,
-    `iteration_limit` for `Maximum_Iterations_Exceeded`, `failed` otherwise.
+    **Outcome** (the rule of every solver, `final_status`): `failed` where the objective, the
+    violation or the derivatives at the last point (or at `x0`: IPOPT is then not started) are not
+    finite; else `converged` for IPOPT's `Solve_Succeeded` or `Solved_To_Acceptable_Level` with the
+    violation at most `constraint_tol`, `infeasible` for `Infeasible_Problem_Detected` (or a
+    success above `constraint_tol`), `iteration_limit` for `Maximum_Iterations_Exceeded`,
+    `failed` otherwise.
 
     Raises `ImportError` naming the extra when `cyipopt` is not installed.
     """
@@ -195,13 +287,17 @@ def solve_ipopt(
             "solve_ipopt needs cyipopt (IPOPT): pip install 'jaxsim-spacecraft[optimize]' "
             "(cyipopt builds against an installed IPOPT, e.g. Debian's coinor-libipopt-dev)."
         ) from None
+    tol, constraint_tol, max_iter = _check_options("solve_ipopt", tol, constraint_tol, max_iter)
     args = problem.args if args is None else args
     t_start = time.perf_counter()
     ev = HostEvaluator(problem, args)
-    z0 = _start(problem, x0)
+    z0 = _start(problem, x0, "solve_ipopt")
     n, m_eq, m_in = problem.num_variables, problem.num_equality, problem.num_inequality
     m = m_eq + m_in
     log = {"objective": [], "violation": [], "dual_infeasibility": []}
+    early = _failed_at_start(problem, ev, z0, log, "ipopt", t_start)
+    if early is not None:
+        return early
 
     class _Callbacks:
         def objective(self, z):
@@ -220,6 +316,7 @@ def solve_ipopt(
             return np.nonzero(np.ones((m, n)))
 
         def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, inf_du, *rest):
+            ev.accept()
             log["objective"].append(float(obj_value))
             log["violation"].append(float(inf_pr))
             log["dual_infeasibility"].append(float(inf_du))
@@ -244,19 +341,15 @@ def solve_ipopt(
     z, info = nlp.solve(z0)
     z = np.asarray(z, float)
     code = int(info["status"])
-    F, _ = ev(z)
-    violation = problem.violation(z, F)
-    if code == 0 or (code == 1 and violation <= constraint_tol):
-        status = CONVERGED
-    elif code == 2:
-        status = INFEASIBLE
-    elif code == -1:
-        status = ITERATION_LIMIT
-    else:
-        status = FAILED
+    # Solve_Succeeded (0) and Solved_To_Acceptable_Level (1) are successes; the shared rule then
+    # asks the violation to be <= constraint_tol and the values and derivatives to be finite.
+    status, untrusted = _status(
+        problem, ev, z, constraint_tol, success=code in (0, 1), at_limit=code == -1,
+        infeasible=code == 2,
+    )  # fmt: skip
     mult = np.asarray(info["mult_g"], float)
     msg = info["status_msg"]
-    msg = msg.decode() if isinstance(msg, bytes) else msg
+    msg = (msg.decode() if isinstance(msg, bytes) else msg) + (_EDGE if untrusted else "")
     return _result(
         problem, ev, z, status, len(log["objective"]) - 1, mult[:m_eq], mult[m_eq:], log,
         "ipopt", msg, t_start,

@@ -24,6 +24,8 @@ import numpy as np
 from jaxtyping import ArrayLike, PyTree
 
 from .._compilation._jit import jit as _jit
+from .._model._validation import is_concrete
+from ._result import constraint_violation
 
 
 _CLS = "Problem"
@@ -34,6 +36,93 @@ _REV_COST = 4
 def _as_vector(value, what):
     v = jnp.asarray(value, dtype=float)
     return jnp.reshape(v, (-1,)) if v.ndim != 1 else v
+
+
+def _leaf_name(name: str, path) -> str:
+    key = jax.tree_util.keystr(path)
+    return f"`{name}` leaf {key}" if key else f"`{name}`"
+
+
+def decision_vector(caller: str, name: str, x, like=None):
+    """The flat float64 vector of the decision variables `x` (a pytree of real arrays): the one
+    check of every solver entry (`Problem`, `solve_scipy`, `solve_ipopt`, `solve_jax`).
+
+    Refused, naming `caller`, `name` and the leaf: no leaves; with `like` (the problem's `x0`)
+    another pytree structure or another leaf shape (never reinterpreted through a flat vector of
+    the same size); leaves that are not real numbers (complex ones are not cast to real: the
+    solvers minimize over real variables); non-finite entries when concrete (traced ones, under
+    `jit`/`vmap`, fail the solve instead: `status` `failed`)."""
+    leaves = jax.tree_util.tree_flatten_with_path(x)[0]
+    if not leaves:
+        raise ValueError(f"{caller}: `{name}` has no decision variables; got {x!r}.")
+    if like is not None:
+        got, want = jax.tree.structure(x), jax.tree.structure(like)
+        if got != want:
+            raise ValueError(
+                f"{caller}: `{name}` must have the pytree structure of the problem's `x0`, "
+                f"{want}; got {got}."
+            )
+    for (path, leaf), ref in zip(
+        leaves, [None] * len(leaves) if like is None else jax.tree.leaves(like), strict=True
+    ):
+        where = _leaf_name(name, path)
+        try:
+            dtype = jnp.result_type(leaf)
+        except TypeError:
+            raise ValueError(f"{caller}: {where} must be real numbers; got {leaf!r}.") from None
+        if jnp.issubdtype(dtype, jnp.complexfloating):
+            raise ValueError(
+                f"{caller}: {where} must be real; got {dtype} (complex values are not cast to "
+                "real: give the real and imaginary parts as two real variables)."
+            )
+        if not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)):
+            raise ValueError(f"{caller}: {where} must be real numbers; got dtype {dtype}.")
+        if ref is not None and jnp.shape(leaf) != jnp.shape(ref):
+            raise ValueError(
+                f"{caller}: {where} must have the shape of the problem's `x0` there, "
+                f"{jnp.shape(ref)}; got {jnp.shape(leaf)}."
+            )
+        if is_concrete(leaf):
+            arr = np.asarray(leaf, dtype=float)
+            if not np.all(np.isfinite(arr)):
+                bad = np.argwhere(~np.isfinite(np.atleast_1d(arr))).ravel().tolist()
+                raise ValueError(
+                    f"{caller}: {where} must be finite; got {arr.tolist()} (non-finite at {bad})."
+                )
+    x = jax.tree.map(lambda v: jnp.asarray(v, dtype=float), x)
+    return jax.flatten_util.ravel_pytree(x)[0]
+
+
+def check_number(caller: str, name: str, value, rule: str, unit: str = "-") -> float:
+    """A solver option: a concrete real scalar, finite and `rule` (`">= 0"`, `"> 0"`)."""
+    try:
+        v = float(np.asarray(value, dtype=float).item())
+    except (TypeError, ValueError, jax.errors.ConcretizationTypeError) as err:
+        raise ValueError(
+            f"{caller}: `{name}` [{unit}] must be a real number; got {value!r}."
+        ) from err
+    ok = v >= 0 if rule == ">= 0" else v > 0
+    if isinstance(value, bool) or not (np.isfinite(v) and ok):
+        raise ValueError(f"{caller}: `{name}` [{unit}] must be finite and {rule}; got {value!r}.")
+    return v
+
+
+def check_count(caller: str, name: str, value) -> int:
+    """An iteration count: a Python/NumPy integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{caller}: `{name}` must be an integer >= 1; got {value!r}.")
+    return int(value)
+
+
+def _real_output(name: str, value):
+    """`value` (an output of the user's functions) when real; complex ones are refused."""
+    if value is not None and jnp.issubdtype(jnp.result_type(value), jnp.complexfloating):
+        raise ValueError(
+            f"{_CLS}: `{name}` must return real values; got {jnp.result_type(value)} (a complex "
+            "cost or constraint is not cast to real: return its real part, or its modulus, "
+            "explicitly)."
+        )
+    return value
 
 
 def _flat_bound(name, bound, x0, fill):
@@ -102,12 +191,9 @@ class Problem:
             raise ValueError(
                 f"{_CLS}: `jacobian` must be 'auto', 'fwd' or 'rev'; got {jacobian!r}."
             )
+        decision_vector(_CLS, "x0", x0)
         x0 = jax.tree.map(lambda v: jnp.asarray(v, dtype=float), x0)
         flat0, self.unravel = jax.flatten_util.ravel_pytree(x0)
-        if flat0.size == 0:
-            raise ValueError(f"{_CLS}: `x0` has no decision variables.")
-        if not np.all(np.isfinite(np.asarray(flat0))):
-            raise ValueError(f"{_CLS}: `x0` must be finite; got {x0}.")
         self.x0 = x0
         self.z0 = np.asarray(flat0, float)
         self.lower = _flat_bound("lower", lower, x0, -np.inf)
@@ -169,14 +255,34 @@ class Problem:
         x = self.unravel(z)
         empty = jnp.zeros((0,))
         if self._functions is not None:
-            f, ceq, cin = self._functions(x, args)
+            out = self._functions(x, args)
+            if not (isinstance(out, tuple | list) and len(out) == 3):
+                got = (
+                    f"a {type(out).__name__} of {len(out)}"
+                    if isinstance(out, tuple | list)
+                    else (type(out).__name__)
+                )
+                raise ValueError(
+                    f"{_CLS}.combined: `functions` must return a tuple (J, c_eq, c_in) (c_eq or "
+                    f"c_in None when absent); got {got}."
+                )
+            f, ceq, cin = (
+                _real_output(n, v)
+                for n, v in zip(
+                    ("functions()[0] (J)", "functions()[1] (c_eq)", "functions()[2] (c_in)"),
+                    out,
+                    strict=True,
+                )
+            )
             f = jnp.asarray(f, dtype=float)
             ceq = empty if ceq is None else _as_vector(ceq, "eq")
             cin = empty if cin is None else _as_vector(cin, "in")
             return f, ceq, cin
-        f = jnp.asarray(self._objective(x, args), dtype=float)
-        ceq = empty if self._equality is None else _as_vector(self._equality(x, args), "eq")
-        cin = empty if self._inequality is None else _as_vector(self._inequality(x, args), "in")
+        f = jnp.asarray(_real_output("objective", self._objective(x, args)), dtype=float)
+        ceq = empty if self._equality is None else self._equality(x, args)
+        cin = empty if self._inequality is None else self._inequality(x, args)
+        ceq = _as_vector(_real_output("equality", ceq), "eq")
+        cin = _as_vector(_real_output("inequality", cin), "in")
         return f, ceq, cin
 
     def values(self, z, args):
@@ -214,25 +320,19 @@ class Problem:
         return F[0], F[a:b], F[b:]
 
     def violation(self, z, F) -> float:
-        """Largest violation of constraints and bounds at `z` with values `F` (host numbers)."""
+        """Largest violation of constraints and bounds at `z` with values `F` (host numbers; NaN
+        when a constraint or `z` is NaN: `constraint_violation`)."""
         _, ceq, cin = self.split(np.asarray(F))
-        z = np.asarray(z)
-        parts = [0.0]
-        if ceq.size:
-            parts.append(np.max(np.abs(ceq)))
-        if cin.size:
-            parts.append(np.max(cin))
-        parts.append(np.max(self.lower - z))
-        parts.append(np.max(z - self.upper))
-        return float(max(parts))
+        return float(constraint_violation(ceq, cin, z, self.lower, self.upper))
 
     def x(self, z):
         """The pytree of decision variables of the flat vector `z`."""
         return self.unravel(jnp.asarray(z, dtype=float))
 
-    def flat(self, x) -> np.ndarray:
-        """The flat vector of a pytree `x` shaped like `x0`."""
-        return np.asarray(jax.flatten_util.ravel_pytree(x)[0], float)
+    def flat(self, x, caller: str = "Problem.flat", name: str = "x") -> np.ndarray:
+        """The flat vector of a pytree `x` with the structure and shapes of `x0` (checked:
+        `decision_vector`)."""
+        return np.asarray(decision_vector(caller, name, x, self.x0), float)
 
 
 class HostEvaluator:
@@ -248,6 +348,13 @@ class HostEvaluator:
         self._z = None
         self._F = None
         self._J = None
+        # Whether an evaluation since the solver's last accepted iterate (`accept`) was not
+        # finite: a stop right after one is a stop against a region where the problem fails.
+        self.met_nonfinite = False
+
+    def accept(self):
+        """The solver accepted an iterate (its per-iteration callback): start a new iteration."""
+        self.met_nonfinite = False
 
     def __call__(self, z):
         z = np.asarray(z, dtype=float)
@@ -258,6 +365,8 @@ class HostEvaluator:
             self.seconds += time.perf_counter() - start
             self._z = z.copy()
             self.count += 1
+            if not (np.all(np.isfinite(self._F)) and np.all(np.isfinite(self._J))):
+                self.met_nonfinite = True
         return self._F, self._J
 
     def objective(self, z):

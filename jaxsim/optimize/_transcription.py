@@ -29,8 +29,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, PyTree
 
 from .._model._dynamic_object import AbstractDynamicObject
+from .._request._horizon import check_horizon
 from .._simulate import simulate
-from .._solvers._ode import RK4
+from .._solvers._ode import RK4, AbstractSolver
 
 
 class RunningCost(AbstractDynamicObject):
@@ -89,7 +90,17 @@ class RunningCost(AbstractDynamicObject):
     def drift(self, t, y, args):
         inner = self._inner(y)
         f = self.model.drift(t, inner, args)
-        return {**f, self.key: jnp.asarray(self.integrand(t, inner, args), dtype=float)}
+        rate = self.integrand(t, inner, args)
+        if jnp.shape(rate) != () or not jnp.issubdtype(jnp.result_type(rate), jnp.number):
+            raise ValueError(
+                f"RunningCost: `integrand` must return a real scalar (the cost rate L(t, y, args) "
+                f"of `{self.key}`); got shape {jnp.shape(rate)}, dtype {jnp.result_type(rate)}."
+            )
+        if jnp.issubdtype(jnp.result_type(rate), jnp.complexfloating):
+            raise ValueError(
+                f"RunningCost: `integrand` must return a real scalar; got {jnp.result_type(rate)}."
+            )
+        return {**f, self.key: jnp.asarray(rate, dtype=float)}
 
     def step_map(self, t, y):
         inner, counts = self.model.step_map(t, self._inner(y))
@@ -159,13 +170,28 @@ def shoot(
       depend on them).
     - `nodes`: None (single shooting) or the states at the starts of segments 1..K-1, a pytree
       like `y0` with a leading axis of `num_segments - 1` (multiple shooting; decision variables).
-    - `args`: passed to the model's drift; `solver`: a fixed-step solver (default `jaxsim.RK4()`).
+    - `args`: passed to the model's drift; `solver`: a fixed-step solver (default `jaxsim.RK4()`;
+      an adaptive one is refused: the segments take `steps_per_segment` fixed steps).
+
+    Concrete `t0`, `t1` are checked as `simulate` checks them (finite scalars, `t1 > t0`); traced
+    ones out of order give NaN states (each segment's run fails with `invalid_times`).
 
     Returns a `Shot` (`ts`, `ys` with leading axis $K + 1$, `defects`).
     """
     K = _check_count("num_segments", num_segments)
     m = _check_count("steps_per_segment", steps_per_segment)
+    # simulate's concrete-time checks (the segments' own times are traced: checked in the run).
+    check_horizon(t0, t1, caller="shoot")
     solver = RK4() if solver is None else solver
+    # jaxsim's adaptive pairs are adaptive by class (diffrax's run at the given steps; anything
+    # else is named by simulate's solver check).
+    if isinstance(solver, AbstractSolver) and solver.adaptive:
+        raise ValueError(
+            f"shoot: `solver` must be a fixed-step solver (each segment takes `steps_per_segment` "
+            f"steps of (t1 - t0) / (num_segments * steps_per_segment)); got {type(solver).__name__}"
+            ", an adaptive solver. Use js.RK4(), js.RK2() or js.Euler() (or a diffrax solver "
+            "run at fixed steps), or simulate/phases for adaptive steps."
+        )
     t0 = jnp.asarray(t0, dtype=float)
     h = (jnp.asarray(t1, dtype=float) - t0) / K
     y0 = jax.tree.map(lambda v: jnp.asarray(v, dtype=float), y0)
@@ -225,5 +251,20 @@ def linkage(
     state continuity between two phases (`jump` None) or a jump $\phi$ (e.g. an impulsive
     $\Delta v$, a mass drop at staging) given as `jump(y_end) -> y`."""
     y = y_end if jump is None else jump(y_end)
+    name = "y_end" if jump is None else "jump(y_end)"
+    if jax.tree.structure(y) != jax.tree.structure(y_start):
+        raise ValueError(
+            f"linkage: `{name}` and `y_start` must have the same pytree structure; got "
+            f"{jax.tree.structure(y)} and {jax.tree.structure(y_start)}."
+        )
+    for (path, a), b in zip(
+        jax.tree_util.tree_flatten_with_path(y)[0], jax.tree.leaves(y_start), strict=True
+    ):
+        if jnp.shape(a) != jnp.shape(b):
+            raise ValueError(
+                f"linkage: `{name}` and `y_start` must have the same shape at every leaf (no "
+                f"broadcasting); leaf {jax.tree_util.keystr(path) or '(the array itself)'} has "
+                f"shapes {jnp.shape(a)} and {jnp.shape(b)}."
+            )
     diff = jax.tree.map(lambda a, b: jnp.ravel(jnp.asarray(a) - jnp.asarray(b)), y, y_start)
     return jnp.concatenate([jnp.zeros((0,))] + jax.tree.leaves(diff))
