@@ -870,6 +870,48 @@ def test_trust_constr_on_nan_derivatives_is_a_failed_result():
     assert "not finite at an iterate: the derivatives of equality" in res.message
 
 
+class _FakeIpopt:
+    """Stands in for `cyipopt` (not installed in CI): IPOPT reporting `Solve_Succeeded` (status 0)
+    at a given point, after one evaluation and one iteration callback at the start."""
+
+    def __init__(self, x_end):
+        self.x_end = np.asarray(x_end, float)
+
+    def Problem(self, n, m, problem_obj, lb, ub, cl, cu):
+        fake = self
+
+        class _Nlp:
+            def add_option(self, key, value):
+                pass
+
+            def solve(self, z0):
+                problem_obj.objective(z0)
+                problem_obj.intermediate(0, 0, 0.0, 0.0, 0.0)
+                problem_obj.constraints(fake.x_end)
+                info = {"status": 0, "mult_g": np.zeros(m), "status_msg": b"Solve_Succeeded"}
+                return fake.x_end, info
+
+        return _Nlp()
+
+
+def test_ipopt_path_reads_its_outcome_by_the_same_rule(monkeypatch):
+    """IPOPT's `Solve_Succeeded` at a point where the inequality is NaN (a failed run): the IPOPT
+    path reported `converged` with violation 0.0 (its own branch of rules); now the shared rule:
+    `failed`, violation NaN, the message saying IPOPT stopped right after non-finite values."""
+    import sys
+
+    jo = _jo()
+    p = jo.Problem(
+        lambda x, a: (x[0] + 1.0) ** 2, jnp.array([1.0]),
+        inequality=lambda x, a: jnp.array([-_nan_unless_nonnegative(x[0])]),
+    )  # fmt: skip
+    monkeypatch.setitem(sys.modules, "cyipopt", _FakeIpopt([-0.5]))
+    res = jo.solve_ipopt(p)
+    assert res.status_name == "failed" and np.isnan(float(res.violation))
+    monkeypatch.setitem(sys.modules, "cyipopt", _FakeIpopt([0.5]))
+    assert jo.solve_ipopt(p).status_name == "converged"
+
+
 def _quadratic(**kw):
     jo = _jo()
     return jo.Problem(lambda x, a: jnp.sum((x["a"] - 1.0) ** 2), {"a": jnp.zeros(2)}, **kw)
