@@ -20,7 +20,7 @@ events or discontinuity times, step through their segments with the fixed-grid s
 schemes, or an SDE-capable one given with a key. `solver_kind` is the one place that reads them.
 
 **Combinations.** Every request either runs or is refused by name by the request's checks
-(`jaxsim._request._build.check_combinations`) before it is routed: SDE requests with clocks, events,
+(`jaxsim._request._solver_checks.check_combinations`) before it is routed: SDE requests with clocks, events,
 discontinuities or `dtmax` (not supported yet); `max_events`/`root_finder` without events;
 `dtmax` with a fixed-step solver; an SDE request on a model without diffusion.
 """
@@ -29,6 +29,7 @@ import dataclasses
 
 import diffrax as dfx
 
+from ._cores._adaptive import supports
 from ._solvers._ode import AbstractSolver
 
 
@@ -55,7 +56,21 @@ class SolverKind:
     native: bool
     adaptive: bool
     stochastic: bool
-    driver: str  # "fixed", "adaptive", "sde", or "clocked"
+    driver: str  # "fixed", "adaptive", "sde", or "clocked" ("" before routing)
+    # The core that steps the run: "fixed_grid" (jaxsim's fixed-grid stepper; on the clocked
+    # driver the request's `grid` says whether its segments use it), "lean" (jaxsim's adaptive
+    # core), or "diffrax" (`diffrax.diffeqsolve`). "" before routing.
+    core: str = ""
+
+    @property
+    def failure_path(self) -> str:
+        """The driver whose in-program check a failed run's message quotes
+        (`jaxsim._result._host_checks.raise_if_failed`)."""
+        if self.driver == "clocked":
+            return "clocked"
+        if self.driver == "sde":
+            return "diffrax" if self.adaptive or not self.native else "SDE"
+        return "diffrax" if self.adaptive else "fixed-step"
 
 
 def solver_kind(solver, *, dt, key=None, dW=None) -> SolverKind:
@@ -75,22 +90,28 @@ def solver_kind(solver, *, dt, key=None, dW=None) -> SolverKind:
     return SolverKind(name, native, adaptive, stochastic, driver="")
 
 
-def route(
-    solver,
-    *,
-    dt,
-    key,
-    dW,
-    clocks,
-    events,
-    discontinuities,
-    dtmax,
-) -> SolverKind:
-    """The kind of the request and its driver (the request's checks, `jaxsim._request._build`, refuse
-    the combinations that no driver supports before this runs)."""
-    kind = solver_kind(solver, dt=dt, key=key, dW=dW)
+def route(req) -> tuple[str, str]:
+    """`(driver, core)` of a checked request (`jaxsim._request._build.Request`): the one routing
+    decision of `simulate`, free-time runs included. The request's checks refuse the combinations
+    that no driver supports before this runs.
+
+    - driver: "sde" for noise (a key, increments or an SDE scheme); "clocked" for clocks, events,
+      discontinuities or `dtmax`; otherwise "adaptive" or "fixed" (the plain driver).
+    - core: "lean" for jaxsim's adaptive pairs on the plain driver where the lean core supports the
+      state and adjoint (`jaxsim._cores._adaptive.supports`); "diffrax" for every other adaptive
+      run (a diffrax solver instance, clocked segments, adaptive SDEs); "fixed_grid" otherwise.
+    """
+    kind = req.kind
     if kind.stochastic:
-        return dataclasses.replace(kind, driver="sde")
-    if clocks or events or discontinuities or dtmax is not None:
-        return dataclasses.replace(kind, driver="clocked")
-    return dataclasses.replace(kind, driver="adaptive" if kind.adaptive else "fixed")
+        driver = "sde"
+    elif req.clocks or req.events or req.discontinuities or req.dtmax is not None:
+        driver = "clocked"
+    else:
+        driver = "adaptive" if kind.adaptive else "fixed"
+    if not kind.adaptive:
+        core = "fixed_grid"
+    elif driver == "adaptive" and kind.native and supports(req.solver, req.y0, req.adjoint):
+        core = "lean"
+    else:
+        core = "diffrax"
+    return driver, core

@@ -1,17 +1,19 @@
-r"""`simulate`, the entrance of the run layer: build the request, route it, run it, raise.
+r"""`simulate`, the entrance of the run layer: build the request, run its driver, raise.
 
-`simulate` translates diffrax's spellings (`_with_info`), has every argument checked once into
-a frozen request (`jaxsim._request._build.build_request`), runs the request's driver (`_run`, or
-`_run_free` for free times) and leaves through one exit, where a failed top-level run raises.
-The rooms it reaches, each importing only the ones after it:
+`simulate` translates diffrax's spellings (`_with_info`), has every argument checked once into a
+frozen request (`jaxsim._request._build.build_request`, which also routes it: `jaxsim._route.route`
+gives the driver and the core, the one routing decision), runs the request's driver (every driver
+takes the request) and leaves through one exit, where a failed top-level run raises. The stages
+it reaches, each importing only the ones after it (`tests/test_architecture.py`):
 
-- drivers: plain (`jaxsim._drivers._plain`: the fixed grid, or a diffrax solver instance), SDE
-  (`jaxsim._drivers._sde`), clocked (`jaxsim._drivers._clocked`: clocks, events, discontinuities, `dtmax`);
-  jaxsim's adaptive pairs on the lean adaptive core (`jaxsim._cores._adaptive.run`);
-- cores: the fixed-grid stepper (`jaxsim._cores._fixed_grid`), the diffrax core
-  (`jaxsim._cores._diffrax`), the lean adaptive core (`jaxsim._cores._adaptive`);
-- the solution (`jaxsim._result._solution`: `Solution` and `finish`, the one result tail of every
-  driver program), the flat state layout (`jaxsim._model._layout`) and the solvers (`jaxsim._solvers._ode`).
+- `jaxsim._request` (the checked `Request`) and `jaxsim._route` (driver and core);
+- `jaxsim._drivers`: plain (`_plain.run_plain`: concrete or free times, on the fixed grid, the
+  lean adaptive core or the diffrax core), SDE (`_sde`), clocked (`_clocked`: clocks, events,
+  discontinuities, `dtmax`);
+- `jaxsim._events` (event types, crossing guard, root finders);
+- `jaxsim._cores`: the fixed-grid stepper, the lean adaptive core, the diffrax core;
+- `jaxsim._solvers`, `jaxsim._result` (`Solution` and `finish`, the one result tail of every
+  driver program), `jaxsim._compilation` and `jaxsim._model`.
 """
 
 import copy
@@ -21,20 +23,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import diffrax as dfx
-import numpy as np
 from jaxtyping import ArrayLike, Float, PRNGKeyArray, PyTree
 
 from ._compilation._cache import for_jaxsim_programs
-from ._compilation._jit import warn_if_replayed
-from ._cores import _adaptive as _adaptive_core
-from ._drivers import _free_time
-from ._drivers._plain import _DiffraxFixed, _FixedConfig, _run_adaptive, _run_fixed
+from ._drivers._clocked import simulate_clocked
+from ._drivers._plain import run_plain, warn_replay
+from ._drivers._progress import guarded, reporter
+from ._drivers._sde import simulate_sde
 from ._events._event import Event
 from ._model._clocks import AbstractDiscreteModel
 from ._model._dynamic_object import AbstractDynamicObject
-from ._model._signals import concrete_breakpoints
 from ._request._build import DEFAULT_GAINS, build_request
+from ._request._vocabulary import controller_gains, from_diffrax
 from ._result._host_checks import on_host, raise_if_failed
+from ._result._schema import run_info
 from ._result._solution import Solution
 from ._result._validity import InProgram
 from ._solvers._ode import RK4, AbstractSolver
@@ -52,20 +54,17 @@ _FORWARD_MODE_ERROR = "can't apply forward-mode autodiff (jvp) to a custom_vjp f
 
 def _with_info(run):
     """`simulate` taking diffrax's spellings (translated into jaxsim's arguments before anything
-    else, so that every driver and the run's metadata see jaxsim's) and returning its `Solution`
-    with `info` (the run's schema metadata) attached."""
+    else, so that every driver and the run's metadata see jaxsim's; the body attaches the
+    `Solution`'s `info` from the checked request)."""
     defaults = {
         name: p.default
         for name, p in inspect.signature(run).parameters.items()
         if p.default is not inspect.Parameter.empty
     }
-    solver_default = defaults["solver"]
 
     @functools.wraps(run)
     def simulate(model, y0, t1=None, **kwargs):
         if any(k in kwargs for k in _DIFFRAX_KEYS) or kwargs.get("max_steps", 1) is None:
-            from ._request._vocabulary import from_diffrax
-
             get = lambda k: kwargs.get(k, defaults[k])  # noqa: E731
             update = from_diffrax(
                 solver=get("solver"), t0=get("t0"), t1=t1, dt=get("dt"), ts=get("ts"),
@@ -93,25 +92,6 @@ def _with_info(run):
                 "diffrax's RecursiveCheckpointAdjoint elsewhere) is reverse mode only "
                 "(`jax.grad`, `jax.jacrev`)."
             ) from err
-        if not isinstance(sol, Solution) or sol.info is not None:
-            return sol
-        from ._result._schema import run_info
-
-        ts = kwargs.get("ts")
-        end = t1 if t1 is not None or ts is None else ts[-1]  # `ts` may be traced
-        dt = kwargs.get("dt")
-        if dt is None and kwargs.get("num_steps") is not None and end is not None:
-            # The step of a `num_steps` run (recorded when the times are concrete).
-            dt = (end - kwargs.get("t0", 0.0)) / kwargs["num_steps"]
-        info = run_info(
-            model, solver=kwargs.get("solver", solver_default), dt=dt,
-            rtol=kwargs.get("rtol"), atol=kwargs.get("atol"), t0=kwargs.get("t0", 0.0), t1=end,
-            events=kwargs.get("events", ()), sol=sol,
-        )  # fmt: skip
-        # A shallow copy with the static field set (`dataclasses.replace` re-runs the
-        # constructor: about 5x the time).
-        sol = copy.copy(sol)
-        object.__setattr__(sol, "info", info)
         return sol
 
     return simulate
@@ -231,8 +211,7 @@ def simulate(
     """
     # diffrax's spellings (`dt0`, `saveat`, `stepsize_controller`, `progress_meter`) were
     # translated into jaxsim's arguments by `_with_info` before this body runs.
-    from ._drivers._progress import guarded, reporter
-
+    user_model = model
     # Every argument is checked here, once (`jaxsim._request._build`); the drivers check nothing.
     req = build_request(
         model, y0, t1, t0=t0, dt=dt, solver=solver, ts=ts, sample_dt=sample_dt, args=args,
@@ -242,12 +221,9 @@ def simulate(
         dtmax=dtmax, root_finder=root_finder, adjoint=adjoint, progress=progress,
         num_steps=num_steps, num_samples=num_samples,
         # A `PIDController` with other gains than the I controller's (`jaxsim._request._vocabulary`).
-        gains=(DEFAULT_GAINS if stepsize_controller is None
-               else (stepsize_controller.pcoeff, stepsize_controller.icoeff)),
+        gains=controller_gains(stepsize_controller, DEFAULT_GAINS),
     )  # fmt: skip
-    model, y0, args, key, kind = req.model, req.y0, req.args, req.key, req.kind
-    t0, t1, ts, dt, progress = req.t0, req.t1, req.ts, req.dt, req.progress
-    _adaptive_core.check_adjoint(req.adjoint, kind, y0)
+    model, y0, t0, t1, progress = req.model, req.y0, req.t0, req.t1, req.progress
     # The progress display (its "compiling" status) opens right before a driver runs.
     start = lambda: reporter(progress, t0, t1)  # noqa: E731
     # A top-level call checks `throw` on the host after the run: the program then has no host
@@ -258,128 +234,43 @@ def simulate(
     # `RESULTS.invalid_model`; every driver's Solution goes through `checks.finish`.
     checks = InProgram(model, y0)
     y0 = checks.guard(y0, throw)
-
-    if req.free:
-        rep, sol, path = _run_free(
-            model, y0, args, solver, kind, req.horizon, dt=dt, rtol=rtol, atol=atol,
-            max_steps=max_steps, outputs=outputs, checkpoint=checkpoint, throw=throw,
-            adjoint=adjoint, start=start, gains=req.gains,
-        )  # fmt: skip
-    else:
-        rep, sol, path = _run(req.replace(y0=y0), throw, start)
+    req = req.replace(y0=y0)
+    warn_replay(req)
+    rep = start()
+    sol = guarded(rep, _DRIVERS[req.kind.driver], req, throw=throw, progress=rep)
+    sol = _with_run_info(sol, user_model, req)
     # The one exit: a failed top-level run raises here, on the host, with the message of the
     # path's in-program check (`jaxsim._result._host_checks`); otherwise (under a user's trace, or
     # `throw=False`) `checks.finish` reports the traced physical checks (`jaxsim._result._validity`).
-    return guarded(rep, raise_if_failed, sol, path) if host else checks.finish(sol)
+    if host:
+        return guarded(rep, raise_if_failed, sol, req.kind.failure_path)
+    return checks.finish(sol)
 
 
-def _run(req, throw: bool, start) -> tuple:
-    """`(progress reporter, Solution, path)`: the request run by its driver (`req.kind.driver`):
-    SDE, clocked, or plain (lean adaptive core, diffrax core, fixed grid). `throw` is the
-    in-program check (False when `simulate` checks on the host); `path` names the driver whose
-    message a failure raises (`jaxsim._result._host_checks.raise_if_failed`)."""
-    from ._drivers._progress import guarded
-
-    model, y0, args, kind, solver = req.model, req.y0, req.args, req.kind, req.solver
-    t0, t1, ts, dt, adjoint = req.t0, req.t1, req.ts, req.dt, req.adjoint
-    if kind.driver == "sde":
-        from ._drivers._sde import simulate_sde
-
-        rep = start()
-        sol = guarded(rep, simulate_sde, req, throw=throw, progress=rep)
-        path = "diffrax" if kind.adaptive or isinstance(solver, dfx.AbstractSolver) else "SDE"
-        return rep, sol, path
-    is_jaxsim, adaptive = kind.native, kind.adaptive
-    # jaxsim's pairs on the lean core; any other adaptive run (clocked segments included) is
-    # diffrax's loop, whose checkpointing adjoints re-decide the steps in the backward pass.
-    own_core = (adaptive and is_jaxsim and kind.driver != "clocked"
-                and _adaptive_core.supports(solver, y0, adjoint))  # fmt: skip
-    if adaptive and not own_core:
-        warn_if_replayed(adjoint, model, y0, args, t0, t1)
-    if kind.driver == "clocked":
-        from ._drivers._clocked import simulate_clocked
-
-        rep = start()
-        dsolver = solver.to_diffrax() if is_jaxsim else solver
-        sol = guarded(rep, simulate_clocked, req, dsolver=dsolver, throw=throw, progress=rep)
-        return rep, sol, "clocked"
-    if adaptive:
-        endpoints_only = bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1)
-        numbers = (_tolerance(req.rtol), _tolerance(req.atol), int(req.max_steps),
-                   bool(req.outputs), bool(throw), concrete_breakpoints(model))  # fmt: skip
-        dt0 = None if dt is None else float(dt)
-    if own_core:
-        # jaxsim's pairs run on jaxsim's own adaptive core (diffrax's step control, one loop over
-        # the flat state); a diffrax solver instance (e.g. `solver.to_diffrax()`) runs in diffrax.
-        rep = start()
-        sol = guarded(rep, _adaptive_core.run,
-            model, y0, args, solver, t0, t1, np.asarray(ts), dt0, *numbers,
-            _adaptive_core.loop_kind(adjoint), endpoints_only, rep, gains=req.gains,
-        )  # fmt: skip
-        return rep, sol, "diffrax"
-    if adaptive:
-        # Methods called through the class: an equinox module builds a bound-method module on
-        # each attribute access (about 40 us each, per call of `simulate`).
-        dsolver = type(solver).to_diffrax(solver) if is_jaxsim else solver
-        rep = start()
-        sol = guarded(rep, _run_adaptive,
-            model, y0, args, dsolver, t0, t1, np.asarray(ts), dt0, *numbers, adjoint,
-            endpoints_only, rep, gains=req.gains,
-        )  # fmt: skip
-        return rep, sol, "diffrax"
-    if not is_jaxsim:
-        solver = _DiffraxFixed(solver)
-    config = _FixedConfig(
-        t0=t0, dt=dt, seg=req.seg, outputs=bool(req.outputs), checkpoint=bool(req.checkpoint),
-        throw=bool(throw),
-    )  # fmt: skip
-    rep = start()
-    sol = guarded(rep, _run_fixed, model, y0, args, solver, np.asarray(ts), config, rep)
-    return rep, sol, "fixed-step"
+# Each driver takes the checked request (`req.kind.driver`, decided by `jaxsim._route.route`).
+_DRIVERS = {
+    "fixed": run_plain,
+    "adaptive": run_plain,
+    "sde": simulate_sde,
+    "clocked": simulate_clocked,
+}
 
 
-def _tolerance(x) -> np.ndarray:
-    """`rtol`/`atol` as a float64 array: an argument of the compiled program (traced), so a sweep
-    over tolerances compiles once (a Python float would be a constant of the program)."""
-    return np.asarray(float(x), dtype=np.float64)
-
-
-def _run_free(
-    model, y0, args, solver, kind, horizon, *, dt, rtol, atol, max_steps, outputs, checkpoint,
-    throw, adjoint, start, gains=DEFAULT_GAINS,
-):  # fmt: skip
-    """`(progress reporter, Solution, path)` of a run with free times (`jaxsim._drivers._free_time`): the
-    horizon's times are run-time inputs of the adaptive and fixed-step drivers (traced, or
-    concrete arrays: one program per shape)."""
-    from ._drivers._progress import guarded
-
-    t0, t1, ts = horizon.t0, horizon.t1, horizon.ts
-    if kind.adaptive:
-        dt0 = None if dt is None else float(dt)
-        numbers = (_tolerance(rtol), _tolerance(atol), int(max_steps), bool(outputs), bool(throw))
-        jump_ts = concrete_breakpoints(model)
-        rep = start()
-        if kind.native and _adaptive_core.supports(solver, y0, adjoint):
-            sol = guarded(rep, _adaptive_core.run,
-                model, y0, args, solver, t0, t1, ts, dt0, *numbers, jump_ts,
-                _adaptive_core.loop_kind(adjoint), horizon.endpoints_only, rep, gains=gains,
-            )  # fmt: skip
-        else:
-            warn_if_replayed(adjoint, model, y0, args, t0, t1, ts)
-            dsolver = type(solver).to_diffrax(solver) if kind.native else solver
-            sol = guarded(rep, _run_adaptive,
-                model, y0, args, dsolver, t0, t1, ts, dt0, *numbers, jump_ts, adjoint,
-                horizon.endpoints_only, rep, gains=gains,
-            )  # fmt: skip
-        path = "diffrax"
+def _with_run_info(sol, model, req):
+    """`sol` with its `info` (the run's schema metadata, `jaxsim._result._schema.run_info`) from
+    the checked request; `model` is the user's (its parameters as given)."""
+    if not isinstance(sol, Solution) or sol.info is not None:
+        return sol
+    if req.free:
+        t0, t1, dt = req.horizon.t0, req.horizon.t1, req.horizon.dt
     else:
-        if not kind.native:
-            solver = _DiffraxFixed(solver)
-        config = _FixedConfig(
-            t0=None, dt=None, seg=horizon.seg, outputs=bool(outputs),
-            checkpoint=bool(checkpoint), throw=bool(throw),
-        )  # fmt: skip
-        rep = start()
-        sol = guarded(rep, _run_fixed, model, y0, args, solver, ts, config, rep, (t0, horizon.dt))
-        path = "fixed-step"
-    return rep, _free_time.finish(sol, horizon, throw), path
+        t0, t1, dt = req.t0, req.t1, req.dt
+    info = run_info(
+        model, solver=req.solver, dt=dt, rtol=req.rtol, atol=req.atol, t0=t0, t1=t1,
+        events=req.events, sol=sol,
+    )  # fmt: skip
+    # A shallow copy with the static field set (`dataclasses.replace` re-runs the constructor:
+    # about 5x the time).
+    sol = copy.copy(sol)
+    object.__setattr__(sol, "info", info)
+    return sol

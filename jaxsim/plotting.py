@@ -26,6 +26,8 @@ Time axes are in seconds unless `time_unit` (`"s"`, `"min"`, `"h"`) says otherwi
 
 import numpy as np
 
+from ._model._dynamic_object import AbstractDynamicObject
+
 
 __all__ = [
     "component_labels",
@@ -112,7 +114,6 @@ def series(sol, key: str) -> np.ndarray:
 def _unit(units, key):
     """The unit of `key` from a model (its `units()`: the outputs', else the state's, as `series`
     looks the key up) or a nested dict; '' when unknown."""
-    from ._model._dynamic_object import AbstractDynamicObject
 
     if units is None:
         return ""

@@ -8,6 +8,12 @@
 (c) The engine's modules import in one direction: no import circle (function-level imports
     count; an internal module importing a name from the package `__init__` is a circle).
 (d) One `Solution`, built in one place: only `jaxsim/_result/_solution.py` constructs it (`finish`).
+(e) The run's stages are folders that import only the stages after them in the flow (`STAGES`):
+    entrance -> request -> route -> drivers -> events -> cores -> solvers -> result ->
+    compilation -> model. Function-level imports count; the one exception climbs to the public
+    `jaxsim.results` module for `to_xarray`, locally and with its reason written beside it.
+(f) Function-local imports of jaxsim's own modules inside `jaxsim/`: at most `MAX_LOCAL_IMPORTS`,
+    each with a comment saying why.
 """
 
 import ast
@@ -246,4 +252,102 @@ def test_one_solution_built_in_one_place():
     ]
     assert not offenders, "Solution built outside jaxsim/_result/_solution.py:\n" + "\n".join(
         offenders
+    )
+
+
+# The run's stages in the order of the flow: a module of a stage may import its own stage and
+# the stages after it, never one before it (`docs/engine.md`, "The flow").
+STAGES = (
+    ("jaxsim._simulate", "jaxsim._phases"),
+    ("jaxsim._request",),
+    ("jaxsim._route",),
+    ("jaxsim._drivers",),
+    ("jaxsim._events",),
+    ("jaxsim._cores",),
+    ("jaxsim._solvers",),
+    ("jaxsim._result",),
+    ("jaxsim._compilation",),
+    ("jaxsim._model",),
+    ("jaxsim._version",),
+)
+# (importer, imported) pairs allowed to climb: the public results module builds on the result
+# stage, and a Solution's `to_xarray` delegates to it (a local import, commented in place).
+CLIMBS = {("jaxsim._result._solution", "jaxsim.results")}
+MAX_LOCAL_IMPORTS = 5
+
+
+def _stage(module: str):
+    for rank, prefixes in enumerate(STAGES):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank
+    return None
+
+
+def _climbs(graph: dict) -> list:
+    found = []
+    for importer, targets in graph.items():
+        rank = _stage(importer)
+        if rank is None:
+            continue
+        for target in targets:
+            other = _stage(target)
+            above = other is None and target != "jaxsim" or other is not None and other < rank
+            if target == "jaxsim" or (above and (importer, target) not in CLIMBS):
+                found.append(f"{importer} -> {target}")
+    return sorted(found)
+
+
+def test_stages_import_only_later_stages():
+    climbs = _climbs(_import_graph(ENGINE, ROOT))
+    assert not climbs, "a stage imports an earlier stage or a public module:\n" + "\n".join(climbs)
+
+
+def test_stage_check_catches_a_climb(tmp_path):
+    """The order check fails on a core importing a driver and on a stage importing the package."""
+    pkg = tmp_path / "jaxsim"
+    (pkg / "_cores").mkdir(parents=True)
+    (pkg / "_drivers").mkdir()
+    for folder in (pkg, pkg / "_cores", pkg / "_drivers"):
+        (folder / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "_drivers" / "_plain.py").write_text("from .._cores import _fixed_grid\n", "utf-8")
+    (pkg / "_cores" / "_fixed_grid.py").write_text("x = 1\n", encoding="utf-8")
+    assert _climbs(_import_graph(pkg, tmp_path)) == []
+    (pkg / "_cores" / "_fixed_grid.py").write_text("from .._drivers import _plain\n", "utf-8")
+    assert _climbs(_import_graph(pkg, tmp_path)) == [
+        "jaxsim._cores._fixed_grid -> jaxsim._drivers._plain"
+    ]
+    (pkg / "_cores" / "_fixed_grid.py").write_text("def f():\n    from .. import x\n", "utf-8")
+    assert _climbs(_import_graph(pkg, tmp_path)) == ["jaxsim._cores._fixed_grid -> jaxsim"]
+
+
+def _local_imports(path: pathlib.Path) -> list:
+    """`[(line, has a comment on the lines just above)]` of the function-level imports of jaxsim's
+    own modules in a file."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    found = []
+    for fn in ast.walk(ast.parse("\n".join(lines))):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(fn):
+                own = (
+                    isinstance(node, ast.ImportFrom)
+                    and (node.level or (node.module or "").startswith("jaxsim"))
+                ) or (
+                    isinstance(node, ast.Import)
+                    and any(a.name.startswith("jaxsim") for a in node.names)
+                )
+                if own:
+                    above = lines[node.lineno - 2].strip()
+                    found.append((node.lineno, above.startswith("#")))
+    return found
+
+
+def test_few_local_imports_each_explained():
+    found = [(p, line, why) for p in _files(ENGINE) for line, why in _local_imports(p)]
+    where = [f"{p.relative_to(ROOT)}:{line}" for p, line, _ in found]
+    assert len(found) <= MAX_LOCAL_IMPORTS, (
+        "function-local imports of jaxsim modules:\n" + "\n".join(where)
+    )
+    unexplained = [f"{p.relative_to(ROOT)}:{line}" for p, line, why in found if not why]
+    assert not unexplained, "a local import without a comment saying why:\n" + "\n".join(
+        unexplained
     )

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxsim._request._build._build import EVERY_KEY, check_commands
+from jaxsim._request._commands import EVERY_KEY, check_commands
 
 import effectors as fx
 import jaxsim as js

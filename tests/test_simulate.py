@@ -304,7 +304,7 @@ STRAIGHT_LINE_RTOL = 1e-14
 def test_stage_loop_equals_straight_line_stages():
     # The chain-RK stage loop carries the state as one flat vector; it must be the arithmetic of
     # the pytree stage loop and, to round-off, of the straight-line stages (combined spacecraft).
-    from jaxsim._solvers._ode._ode import _chain_step_tree
+    from jaxsim._solvers._ode import _chain_step_tree
 
     from effectors.scenarios import combined
 

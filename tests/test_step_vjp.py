@@ -69,14 +69,16 @@ def checkpointed():
 
 @pytest.mark.parametrize("hoisted", [True, False], ids=["staged", "written-out"])
 def test_unrolled_stages_give_the_checkpointed_gradient(monkeypatch, checkpointed, hoisted):
-    monkeypatch.setattr(core, "loops_hoisted", lambda: hoisted)
+    for part in (core._adjoint, core._record):  # where the choice is read
+        monkeypatch.setattr(part, "loops_hoisted", lambda: hoisted)
     pair = core.pair_of(js.Dopri8._unrolled_cls)
     assert core._staged_step_vjp(pair, unrolled=True) is hoisted
     np.testing.assert_allclose(_gradient(), checkpointed, rtol=ROUND_OFF_REL_TOL)
 
 
 def test_looped_stages_always_staged(monkeypatch):
-    monkeypatch.setattr(core, "loops_hoisted", lambda: False)
+    for part in (core._adjoint, core._record):
+        monkeypatch.setattr(part, "loops_hoisted", lambda: False)
     assert core._staged_step_vjp(core.pair_of(js.Dopri8._unrolled_cls), unrolled=False)
 
 

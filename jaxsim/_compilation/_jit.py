@@ -47,6 +47,8 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from .._model._arguments import model_as_traced
+from .._model._dynamic_object import AbstractDynamicObject
 from . import _cache, _xla_options as _xla_setup
 
 
@@ -408,8 +410,6 @@ def _models_as_traced(tree):
     # Python floats in the (non-static) fields of models (`AbstractDynamicObject`s, e.g. put there
     # with `eqx.tree_at`) become float64 arrays: `eqx.filter_jit` would treat them as compile-time
     # constants and compile again for every value. Other arguments are left as they are.
-    from .._model._arguments import model_as_traced
-    from .._model._dynamic_object import AbstractDynamicObject
 
     is_model = lambda x: isinstance(x, AbstractDynamicObject)
     leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=is_model)

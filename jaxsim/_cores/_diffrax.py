@@ -76,3 +76,13 @@ def _stages(dsolver) -> int:
     # FSAL schemes reuse the last stage of the previous step.
     n = len(tab.b_sol)
     return n - 1 if tab.fsal else n
+
+
+GAIN_NAMES = ("pcoeff", "icoeff", "dcoeff")
+
+
+def pid_controller(rtol, atol, gains, **kwargs) -> dfx.PIDController:
+    """diffrax's `PIDController` with the request's tolerances and gains (`gains`: the checked
+    `(pcoeff, icoeff[, dcoeff])`, static floats; `kwargs`: `dtmax`, `jump_ts`, `step_ts`): the one
+    place where a diffrax controller is built from a request's settings."""
+    return dfx.PIDController(rtol=rtol, atol=atol, **dict(zip(GAIN_NAMES, gains)), **kwargs)

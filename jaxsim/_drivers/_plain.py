@@ -1,7 +1,9 @@
-"""The plain drivers: one jitted program per run without clocks, events, discontinuities or
-noise, on the fixed grid (`_run_fixed`: jaxsim's fixed-step solvers, or a diffrax solver stepped
-on the grid) or on the diffrax core (`_run_adaptive`: a diffrax solver instance; jaxsim's adaptive
-pairs run on the lean core, `jaxsim._cores._adaptive.run`). Each ends in the one result tail,
+"""The plain driver (`run_plain`): one jitted program per run without clocks, events,
+discontinuities or noise, on the core the route chose (`req.kind.core`): the fixed grid
+(`_run_fixed`: jaxsim's fixed-step solvers, or a diffrax solver stepped on the grid), the lean
+adaptive core (`jaxsim._cores._adaptive.run`: jaxsim's adaptive pairs) or the diffrax core
+(`_run_adaptive`: a diffrax solver instance). Free times (`req.free`) run here too, their times
+run-time inputs (`jaxsim._drivers._free_time`). Each program ends in the one result tail,
 `jaxsim._result._solution.finish`.
 """
 
@@ -12,12 +14,15 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
-from .._compilation._jit import jit as jaxsim_jit
+from .._compilation._jit import jit as jaxsim_jit, warn_if_replayed
+from .._cores import _adaptive as _adaptive_core
 from .._cores._adaptive import DEFAULT_GAINS
-from .._cores._diffrax import DiffraxSegments, _stages
+from .._cores._diffrax import DiffraxSegments, _stages, pid_controller
 from .._cores._fixed_grid import chunked_drift, scan_grid, stages_remat
+from .._model._signals import concrete_breakpoints
 from .._result._solution import check_finite, finish, make_stats, solve_outcome
 from .._solvers._ode import AbstractFixedStepSolver
+from . import _free_time
 
 
 class _DiffraxFixed(AbstractFixedStepSolver):
@@ -94,10 +99,9 @@ def _run_adaptive(
     gains=DEFAULT_GAINS,
 ):
     core = DiffraxSegments(model, y0, dsolver, adjoint)
-    controller = dfx.PIDController(
-        rtol=rtol, atol=atol, pcoeff=gains[0], icoeff=gains[1],
-        jump_ts=None if not jump_ts else jnp.asarray(jump_ts),
-    )  # fmt: skip
+    controller = pid_controller(
+        rtol, atol, gains, jump_ts=None if not jump_ts else jnp.asarray(jump_ts)
+    )
     sol = core.solve(
         t0,
         t1,
@@ -124,3 +128,59 @@ def _run_adaptive(
     )
     result, t_final = solve_outcome(sol, ts)
     return finish(model, args, ts, ys, stats, result, t_final, outputs=outputs)
+
+
+def run_plain(req, *, throw: bool, progress=None):
+    """The `Solution` of a plain request (driver "adaptive" or "fixed", concrete or free times) on
+    the core of its route. `throw` is the in-program check (False when `simulate` checks on the
+    host); `progress` the reporter of the run's bar (or None)."""
+    model, y0, args, solver, kind = req.model, req.y0, req.args, req.solver, req.kind
+    if req.free:
+        h = req.horizon
+        t0, t1, ts, endpoints_only = h.t0, h.t1, h.ts, h.endpoints_only
+    else:
+        t0, t1, ts = req.t0, req.t1, np.asarray(req.ts)
+        endpoints_only = bool(len(ts) == 2 and ts[0] == t0 and ts[-1] == t1)
+    if kind.adaptive:
+        ctrl = req.controller
+        dt0 = None if req.dt is None else float(req.dt)
+        jump_ts = concrete_breakpoints(model)  # adaptive solves stop at the model's breakpoints
+        numbers = (ctrl.rtol, ctrl.atol, int(req.max_steps), bool(req.outputs), bool(throw))
+        numbers += (jump_ts,)
+        if kind.core == "lean":
+            sol = _adaptive_core.run(
+                model, y0, args, solver, t0, t1, ts, dt0, *numbers,
+                _adaptive_core.loop_kind(req.adjoint), endpoints_only, progress, gains=ctrl.gains,
+            )  # fmt: skip
+        else:
+            # Methods called through the class: an equinox module builds a bound-method module on
+            # each attribute access (about 40 us each, per call of `simulate`).
+            dsolver = type(solver).to_diffrax(solver) if kind.native else solver
+            sol = _run_adaptive(
+                model, y0, args, dsolver, t0, t1, ts, dt0, *numbers, req.adjoint,
+                endpoints_only, progress, gains=ctrl.gains,
+            )  # fmt: skip
+    else:
+        if not kind.native:
+            solver = _DiffraxFixed(solver)
+        free = req.free
+        config = _FixedConfig(
+            t0=None if free else t0, dt=None if free else req.dt,
+            seg=req.horizon.seg if free else req.seg, outputs=bool(req.outputs),
+            checkpoint=bool(req.checkpoint), throw=bool(throw),
+        )  # fmt: skip
+        times = (t0, req.horizon.dt) if free else None
+        sol = _run_fixed(model, y0, args, solver, ts, config, progress, times)
+    return _free_time.finish(sol, req.horizon, throw) if req.free else sol
+
+
+def warn_replay(req) -> None:
+    """`ReplayedDecisionsWarning` where the route runs an adaptive plain or clocked request in
+    diffrax's loop (`jaxsim._compilation._jit.warn_if_replayed`)."""
+    kind = req.kind
+    if kind.adaptive and kind.core == "diffrax" and kind.driver != "sde":
+        if req.free:
+            h = req.horizon
+            warn_if_replayed(req.adjoint, req.model, req.y0, req.args, h.t0, h.t1, h.ts)
+        else:
+            warn_if_replayed(req.adjoint, req.model, req.y0, req.args, req.t0, req.t1)

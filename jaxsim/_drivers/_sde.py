@@ -38,6 +38,9 @@ import jax.tree_util as jtu
 import numpy as np
 
 from .._compilation._jit import jit as jaxsim_jit
+from .._cores._diffrax import DiffraxSegments, pid_controller
+from .._cores._fixed_grid import scan_grid
+from .._result._solution import check_finite, finish, make_stats, solve_outcome
 from .._solvers._sde import AbstractSDESolver, ShARK
 
 
@@ -64,12 +67,11 @@ def simulate_sde(req, *, throw, progress=None):
             area = dfx.SpaceTimeLevyArea if levy else dfx.BrownianIncrement
             path = dfx.VirtualBrownianTree(t0, t1, tol, (m,), req.key, levy_area=area)
         controller = (
-            dfx.PIDController(
+            pid_controller(
                 # Arrays: arguments of the program, so a sweep over them compiles once.
-                rtol=np.asarray(float(req.rtol)),
-                atol=np.asarray(float(req.atol)),
-                pcoeff=req.gains[0],
-                icoeff=req.gains[1],
+                req.controller.rtol,
+                req.controller.atol,
+                req.controller.gains,
                 jump_ts=None if not model.breakpoints() else jnp.asarray(model.breakpoints()),
                 # Steps end on the sample times: interpolating a rough path between steps is wrong.
                 step_ts=jnp.asarray(ts),
@@ -181,8 +183,6 @@ class _SDEConfig:
 
 @jaxsim_jit
 def _run_sde_fixed(model, y0, args, solver, noise, ts, config: _SDEConfig, progress=None):
-    from .._cores._fixed_grid import scan_grid
-    from .._result._solution import check_finite, finish, make_stats
 
     dt = config.dt
     length = int(np.max(config.seg)) if len(config.seg) else 0
@@ -239,8 +239,6 @@ def _run_sde_diffrax(
     adjoint=None,
     progress=None,
 ):
-    from .._cores._diffrax import DiffraxSegments
-    from .._result._solution import finish, make_stats, solve_outcome
 
     core = DiffraxSegments(model, y0, dsolver, adjoint, diffusion=model.diffusion, path=path)
     sol = core.solve(

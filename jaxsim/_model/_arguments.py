@@ -180,7 +180,7 @@ def _leaf_name(arg: str, value, index: int) -> str:
 
 # The last `_validity` result of a traced `(model, y0)`, by their identity, read once more: a
 # `simulate` call reads the checks twice (refused at the call where concrete,
-# `jaxsim._request._build.check_physical`; kept in the program where traced, `jaxsim._result._validity`), and
+# `jaxsim._request._grid.check_physical`; kept in the program where traced, `jaxsim._result._validity`), and
 # under `jax.grad` each evaluation is linearized op by op (15 % of the `combined` spacecraft's
 # gradient trace).
 _last_validity: list = [None]

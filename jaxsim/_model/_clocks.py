@@ -57,6 +57,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from ._quantity import parse_unit
 from ._validation import check_name
 
 
@@ -288,7 +289,6 @@ class DiscreteModel(AbstractDiscreteModel):
 def _checked_units(name: str, units):
     """`DiscreteModel`'s `units` as a hashable tree (a static field): nested `(key, value)`
     tuples of unit strings, each one read by `parse_unit`."""
-    from ._quantity import parse_unit
 
     if units is None:
         return None

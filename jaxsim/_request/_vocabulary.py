@@ -229,3 +229,11 @@ def from_diffrax(
             _both("progress_meter", "progress")
         update["progress"] = _progress(progress_meter)
     return update
+
+
+def controller_gains(stepsize_controller, default) -> tuple:
+    """The step-size controller's gains as `simulate`'s request takes them (`default` without a
+    `PIDController`): `(pcoeff, icoeff)`, checked by the request (`check_gains`)."""
+    if stepsize_controller is None:
+        return default
+    return (stepsize_controller.pcoeff, stepsize_controller.icoeff)

@@ -46,6 +46,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from .._model._dynamic_object import UNIT_KINDS, AbstractDynamicObject, ArrayCommand, System
 from .._version import __version__
 
 
@@ -131,7 +132,6 @@ def _flat(tree, prefix: str) -> list[tuple[str, Any]]:
 def declared_units(model) -> dict | None:
     """`model.units()`, None where undeclared, its form checked: a dict whose keys are among
     `"ys"`, `"outputs"`, `"args"`, each a unit string or a nested dict of unit strings."""
-    from .._model._dynamic_object import UNIT_KINDS, AbstractDynamicObject
 
     if not isinstance(model, AbstractDynamicObject):
         raise TypeError(
@@ -183,7 +183,6 @@ def _leaf_paths(tree) -> list[str]:
 def _command_paths(spec: dict) -> list[str]:
     """Dotted paths of the commands of a `command_spec()` (`address.key`, or `address` for an
     address read as one array)."""
-    from .._model._dynamic_object import ArrayCommand
 
     out = []
     for address, keys in spec.items():
@@ -230,7 +229,6 @@ def check_units(model, ys, outputs, units=None) -> None:
     run does not have. A `System` checks each of its objects against its part; an object that
     declares no units (`units()` None) is not checked. `units`: `declared_units(model)` when
     already read."""
-    from .._model._dynamic_object import System
 
     if isinstance(model, System):
         for o in model.objects:
@@ -253,7 +251,6 @@ def check_units(model, ys, outputs, units=None) -> None:
 def model_elements(model) -> dict:
     """`{path prefix: element dimension}` of a model (a `System` nests by name), with a dimension
     declared by several prefixes qualified by its prefix (`rw1.wheel`, `rw2.wheel`)."""
-    from .._model._dynamic_object import System
 
     def collect(m, prefix):
         if isinstance(m, System):

@@ -69,6 +69,8 @@ class Solution(eqx.Module):
     def to_xarray(self, **kwargs):
         """`jaxsim.results.to_xarray(self, **kwargs)`: this run (or `vmap`-batched runs) as an
         `xarray.Dataset` of the one schema (see `jaxsim.results`); no model needed."""
+        # Local: the public `jaxsim.results` module is built on this one (it imports the result
+        # stage), so a module-level import would climb back up the flow.
         from ..results import to_xarray
 
         return to_xarray(self, **kwargs)

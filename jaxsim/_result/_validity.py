@@ -6,7 +6,7 @@ parameters) bypasses the checks of its `__init__`. A dynamic object may expose
 `"<effector>.<quantity>"`, e.g. `"hub.mass"`). `simulate` reads it once per run:
 
 - concrete checks that fail are refused at the call, naming the quantities
-  (`jaxsim._request._build.check_physical`);
+  (`jaxsim._request._grid.check_physical`);
 - traced ones (`jit`, `vmap`, `grad`, Monte Carlo members) fail the run with
   `RESULTS.invalid_model`: with `throw=True` the program raises, its message naming the first
   failing check (`invalid_message`); with `throw=False` `Solution.result` is `invalid_model`
@@ -26,7 +26,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..validation import is_concrete
+from .._model._arguments import _validity
+from .._model._validation import is_concrete
 from ._codes import RESULTS
 
 
@@ -41,7 +42,6 @@ def invalid_message(name: str) -> str:
 
 
 def _checks(model, y0) -> dict:
-    from .._model._arguments import _validity
 
     return _validity(model, y0)
 

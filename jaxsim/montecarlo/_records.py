@@ -188,6 +188,8 @@ class BatchResult(eqx.Module):
     def to_xarray(self, **kwargs):
         """`jaxsim.results.to_xarray(self, **kwargs)`: the batch as an `xarray.Dataset` of the
         schema of runs, batches and campaigns (dimension `member`)."""
+        # Local: the public `jaxsim.results` module is built on this one (it imports the result
+        # stage), so a module-level import would climb back up the flow.
         from ..results import to_xarray
 
         return to_xarray(self, **kwargs)

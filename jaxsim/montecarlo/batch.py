@@ -26,6 +26,7 @@ import numpy as np
 from jaxtyping import PRNGKeyArray, PyTree
 
 from .._compilation._jit import compiler_options
+from .._drivers._progress import Bar
 from ._records import (
     _SEP,
     RAISED as RAISED,
@@ -423,8 +424,6 @@ class _Progress:
         self.bar = None
         self.total = total
         if progress is True:
-            from .._drivers._progress import Bar
-
             self.bar = Bar(desc, total, "members")
         elif progress not in (False, None) and self.callback is None:
             raise ValueError(

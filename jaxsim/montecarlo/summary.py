@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..plotting import pyplot
 from ._records import (
     _SEP,
     Summary as Summary,
@@ -228,7 +229,6 @@ def plot_campaign(
     **Returns:** a matplotlib Figure with one axis per component; the time axis is the sample
     times `ts` of the first committed member [s] (the sample index without a `ts` output).
     """
-    from ..plotting import pyplot
 
     where = "plot_campaign"
     pct = tuple(float(p) for p in np.atleast_1d(percentiles))

@@ -1,6 +1,6 @@
 """Segment solvers of the clocked driver: one solve from a segment start to its end (a boundary, a
 re-solve cap, or an event) through `diffrax.diffeqsolve` (whether a run uses the fixed-grid stepper
-`jaxsim._drivers._clocked._grid` instead is decided by the request: `jaxsim._request._build.on_grid`)."""
+`jaxsim._drivers._clocked._grid` instead is decided by the request: `jaxsim._request._grid.on_grid`)."""
 
 from typing import Any
 
@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import optimistix as optx
 
+from ..._cores._diffrax import pid_controller
 from ..._events import _guard as guard
 from ..._events._roots import locate
 from ..._result._codes import RESULTS, promote
@@ -104,10 +105,9 @@ def split_step(t_a, t_b, dt):
 
 
 def pid(num, cfg):
-    return dfx.PIDController(
-        rtol=num["rtol"], atol=num["atol"], pcoeff=cfg.gains[0], icoeff=cfg.gains[1],
-        dtmax=num["dtmax"] if cfg.has_dtmax else None,
-    )  # fmt: skip
+    return pid_controller(
+        num["rtol"], num["atol"], cfg.gains, dtmax=num["dtmax"] if cfg.has_dtmax else None
+    )
 
 
 def _window(run, t_a):

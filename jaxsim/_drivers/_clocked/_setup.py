@@ -42,10 +42,11 @@ def _solver_info(dsolver):
     return len(tab.b_sol), bool(tab.fsal)
 
 
-def simulate_clocked(req, *, dsolver, throw, progress=None) -> Solution:
+def simulate_clocked(req, *, throw, progress=None) -> Solution:
     """Run a segmented request (`jaxsim._request._build.Request`, driver "clocked"): on the fixed-grid
-    stepper when `req.grid`, else the clocked driver with `dsolver` (the diffrax form of the
-    solver). `throw`: in-program checks (False when `simulate` checks the result on the host)."""
+    stepper when `req.grid`, else the clocked driver with the diffrax form of the solver. `throw`:
+    in-program checks (False when `simulate` checks the result on the host)."""
+    dsolver = req.solver.to_diffrax() if req.kind.native else req.solver
     model, y0, args, t0, t1 = req.model, req.y0, req.args, req.t0, req.t1
     models, events, plan, disc = req.clocks, req.events, req.plan, req.disc
     max_events, held0 = req.max_events, req.held0
@@ -98,20 +99,21 @@ def simulate_clocked(req, *, dsolver, throw, progress=None) -> Solution:
         dsolver,
         root_finder,
         static,
-        _numbers(req.dt, req.rtol, req.atol, req.dtmax, req.event_tol),
+        _numbers(req.dt, req.controller, req.dtmax, req.event_tol),
     )
 
 
-def _numbers(dt, rtol, atol, dtmax, event_tol):
-    """Dynamic scalars (changing them does not recompile)."""
+def _numbers(dt, controller, dtmax, event_tol):
+    """Dynamic scalars (changing them does not recompile); the tolerances from the request's
+    `Controller` (None for fixed steps: unused, 1.0)."""
 
     def f(x):
         return jnp.asarray(1.0 if x is None else float(x))
 
     return {
         "dt": f(dt),
-        "rtol": f(rtol),
-        "atol": f(atol),
+        "rtol": f(None if controller is None else controller.rtol),
+        "atol": f(None if controller is None else controller.atol),
         "dtmax": f(dtmax),
         "event_tol": f(event_tol),
     }
