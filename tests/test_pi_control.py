@@ -35,10 +35,13 @@ RTOL = 1e-9
 # differ (measured on this orbit: 0.031 and 0.01), so the comparison fixes it.
 DT0 = 0.05
 PI = (0.2, 0.4)  # (pcoeff, icoeff): a PI controller (Söderlind's family, diffrax's parameters)
+# (pcoeff, icoeff, dcoeff): a PID controller (a D term on the PI's gains; diffrax's semantics).
+PID = (0.2, 0.4, 0.05)
 
 
 def pid(gains, **kw):
-    return dfx.PIDController(rtol=RTOL, atol=RTOL, pcoeff=gains[0], icoeff=gains[1], **kw)
+    names = ("pcoeff", "icoeff", "dcoeff")
+    return dfx.PIDController(rtol=RTOL, atol=RTOL, **dict(zip(names, gains)), **kw)
 
 
 def run(solver, gains, **kw):
@@ -87,6 +90,21 @@ def test_pi_steps_and_state_equal_diffrax(solver):
     assert counts(run(solver, (0.0, 1.0))) != counts(sol)
 
 
+@pytest.mark.parametrize("solver", [js.Tsit5(), js.Dopri5(), js.Dopri8()], ids=str)
+def test_pid_steps_and_state_equal_diffrax(solver):
+    """The D term (`dcoeff`): the same accepted/rejected counts and final state as diffrax's
+    PIDController, and another step sequence than the PI controller without it."""
+    sol = run(solver, PID)
+    accepted, rejected, final = run_diffrax(solver, PID)
+    assert sol.ok
+    assert_same_steps(counts(sol), (accepted, rejected))
+    assert_same_final(sol, final)
+    # The D term reaches the loop: the PI controller alone takes other steps (another final
+    # state; on Dopri8 the counts happen to agree).
+    pi = run(solver, PI)
+    assert not np.array_equal(np.asarray(pi.ys["r"][-1]), np.asarray(sol.ys["r"][-1]))
+
+
 def test_default_gains_are_the_run_without_a_controller():
     model = Kepler(jnp.asarray(MU))
     kw = dict(t1=2 * math.pi, solver=js.Dopri8(), outputs=False)
@@ -124,26 +142,28 @@ def test_gradient_through_a_pi_run_matches_central_differences(adjoint):
     assert abs(g - fd) <= GRAD_REL_TOL * abs(fd), (g, fd)
 
 
-def test_diffrax_path_honours_the_gains():
+@pytest.mark.parametrize("gains", [PI, PID], ids=["PI", "PID"])
+def test_diffrax_path_honours_the_gains(gains):
     # A diffrax solver given `dt` steps at `dt`: both runs take diffrax's first step.
     solver = js.Dopri5()
-    sol = run(solver.to_diffrax(), PI, dt=None)
-    accepted, rejected, final = run_diffrax(solver, PI, dt0=None)
+    sol = run(solver.to_diffrax(), gains, dt=None)
+    accepted, rejected, final = run_diffrax(solver, gains, dt0=None)
     assert_same_steps(counts(sol), (accepted, rejected))
     assert_same_final(sol, final)
     assert counts(run(solver.to_diffrax(), (0.0, 1.0), dt=None)) != counts(sol)
 
 
-def test_clocked_driver_honours_the_gains():
+@pytest.mark.parametrize("gains", [PI, PID], ids=["PI", "PID"])
+def test_clocked_driver_honours_the_gains(gains):
     # `dtmax` (never reached here: the steps stay below 2) runs the clocked driver.
     solver = js.Dopri5()
     model = Kepler(jnp.asarray(MU))
-    ctrl = pid(PI, dtmax=2.0)
+    ctrl = pid(gains, dtmax=2.0)
     sol = js.simulate(
         model, model.init_state(), 2 * math.pi, dt=DT0, solver=solver, stepsize_controller=ctrl,
         outputs=False,
     )  # fmt: skip
-    accepted, rejected, final = run_diffrax(solver, PI, dtmax=2.0)
+    accepted, rejected, final = run_diffrax(solver, gains, dtmax=2.0)
     assert_same_steps(counts(sol), (accepted, rejected))
     assert_same_final(sol, final)
     assert counts(sol) != run_diffrax(solver, (0.0, 1.0), dtmax=2.0)[:2]
@@ -168,13 +188,14 @@ def test_free_time_run_honours_the_gains():
 @pytest.mark.parametrize(
     "kw,match",
     [
-        (dict(dcoeff=0.1), r"dcoeff=0\.1 has no jaxsim equivalent"),
+        (dict(dcoeff=-0.1), r"PIDController\(dcoeff=\.\.\.\)` \[-\] must be finite and >= 0; got -0\.1"),
+        (dict(dtmin=0.1), r"dtmin=0\.1 has no jaxsim equivalent"),
         (dict(pcoeff=-0.1), r"PIDController\(pcoeff=\.\.\.\)` \[-\] must be finite and >= 0; got -0\.1"),
         (dict(icoeff=float("nan")), r"PIDController\(icoeff=\.\.\.\)` \[-\] must be finite and > 0; got nan"),
         (dict(icoeff=0.0), r"PIDController\(icoeff=\.\.\.\)` \[-\] must be finite and > 0; got 0\.0"),
         (dict(pcoeff=np.array([0.1, 0.2])), r"PIDController\(pcoeff=\.\.\.\)` \[-\] must be a concrete scalar"),
     ],
-    ids=["dcoeff", "negative_pcoeff", "nan_icoeff", "zero_icoeff", "vector_pcoeff"],
+    ids=["negative_dcoeff", "dtmin", "negative_pcoeff", "nan_icoeff", "zero_icoeff", "vector_pcoeff"],
 )  # fmt: skip
 def test_bad_gains_are_refused(kw, match):
     model = Kepler(jnp.asarray(MU))

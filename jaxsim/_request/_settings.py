@@ -111,13 +111,15 @@ def check_tolerances(rtol, atol) -> None:
         )
 
 
-def check_gains(pcoeff, icoeff) -> tuple[float, float]:
-    """`PIDController(pcoeff, icoeff)` [-]: concrete finite scalars, `pcoeff >= 0`, `icoeff > 0`;
-    returned as Python floats (static: part of the compiled program)."""
+def check_gains(pcoeff, icoeff, dcoeff=0.0) -> tuple:
+    """`PIDController(pcoeff, icoeff, dcoeff)` [-]: concrete finite scalars, `pcoeff >= 0`,
+    `icoeff > 0`, `dcoeff >= 0`; returned as Python floats (static: part of the compiled program),
+    `(pcoeff, icoeff)` without a D term (the PI controller's form, bit for bit), else all three."""
     gains = []
     for name, value, ok, rule in (
         ("pcoeff", pcoeff, lambda x: x >= 0, ">= 0"),
         ("icoeff", icoeff, lambda x: x > 0, "> 0"),
+        ("dcoeff", dcoeff, lambda x: x >= 0, ">= 0"),
     ):
         try:
             x = float(np.asarray(value, dtype=float).item())
@@ -134,7 +136,7 @@ def check_gains(pcoeff, icoeff) -> tuple[float, float]:
                 f"simulate: `PIDController({name}=...)` [-] must be finite and {rule}; got {x!r}."
             )
         gains.append(x)
-    return tuple(gains)
+    return tuple(gains[:2]) if gains[2] == 0 else tuple(gains)
 
 
 @dataclasses.dataclass(frozen=True)

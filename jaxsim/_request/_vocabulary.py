@@ -16,7 +16,7 @@ adaptive, clocks/events, SDE) sees one request:
   `rtol`, `atol` (and `dtmax`) with the controller's proportional and integral gains (default
   `pcoeff=0`, `icoeff=1`: the I controller; e.g. `pcoeff=0.2, icoeff=0.4` a PI controller, same
   semantics on jaxsim's adaptive core and in diffrax); `ConstantStepSize()` is a fixed-step run
-  with `dt`. Other settings (`dtmin`, `dcoeff`, factors, norms, `ClipStepSizeController`,
+  with `dt`. Other settings (`dtmin`, factors, norms, `ClipStepSizeController`,
   `StepTo`) have no jaxsim equivalent and are refused by name.
 - `progress_meter`: `NoProgressMeter()` is `progress=False`; `TqdmProgressMeter()` and
   `TextProgressMeter()` are `progress=True` (jaxsim picks the display).
@@ -82,7 +82,7 @@ def _controller(ctrl, solver, dt, update):
         reference = dfx.PIDController(rtol=ctrl.rtol, atol=ctrl.atol)
         unsupported = []
         for field in dataclasses.fields(dfx.PIDController):
-            if field.name in ("rtol", "atol", "dtmax", "pcoeff", "icoeff"):
+            if field.name in ("rtol", "atol", "dtmax", "pcoeff", "icoeff", "dcoeff"):
                 continue
             mine, default = getattr(ctrl, field.name), getattr(reference, field.name)
             same = mine is default
@@ -98,7 +98,7 @@ def _controller(ctrl, solver, dt, update):
                 f"`stepsize_controller=PIDController(...)`: {', '.join(unsupported)} has no "
                 "jaxsim equivalent. jaxsim's adaptive driver uses diffrax's PI controller; "
                 "set its tolerances with `rtol`, `atol`, its largest step with `dtmax` [s] and "
-                "its gains with `pcoeff`, `icoeff`."
+                "its gains with `pcoeff`, `icoeff`, `dcoeff`."
             )
         update["stepsize_controller"] = ctrl  # its gains, checked with the request's arguments
         update["rtol"], update["atol"] = ctrl.rtol, ctrl.atol
@@ -233,7 +233,8 @@ def from_diffrax(
 
 def controller_gains(stepsize_controller, default) -> tuple:
     """The step-size controller's gains as `simulate`'s request takes them (`default` without a
-    `PIDController`): `(pcoeff, icoeff)`, checked by the request (`check_gains`)."""
+    `PIDController`): `(pcoeff, icoeff, dcoeff)`, checked by the request (`check_gains`)."""
     if stepsize_controller is None:
         return default
-    return (stepsize_controller.pcoeff, stepsize_controller.icoeff)
+    c = stepsize_controller
+    return (c.pcoeff, c.icoeff, c.dcoeff)

@@ -39,6 +39,7 @@ class _State(eqx.Module):
     ys: jax.Array
     rec: object = None  # `integrate_adjoint`'s record of accepted steps (`_Chunk`), or None
     prev_inv: object = None  # the PI controller's 1/eps of the last accepted step, or None
+    prev_prev_inv: object = None  # the PID controller's 1/eps of the one before, or None
 
 
 def integrate(
@@ -105,8 +106,8 @@ def integrate(
     t1_floor = _ulps_before(t1, _END_ULPS)
     jumps = np.sort(np.asarray(jump_ts, dtype=float)) if len(jump_ts) else None
     inv_order = 1.0 / pair.order
-    pcoeff, icoeff = (float(g) for g in gains)
-    pi_control = (pcoeff, icoeff) != DEFAULT_GAINS
+    pcoeff, icoeff, dcoeff = (float(g) for g in (*gains, 0.0)[:3])
+    pi_control = (pcoeff, icoeff, dcoeff) != (*DEFAULT_GAINS, 0.0)
 
     def clip_jump(t_start, t_end):
         """Bump a start sitting just before (or on) a breakpoint past it; end the step just
@@ -170,7 +171,8 @@ def integrate(
         tprev=t0, tnext=tnext, y=y0, f_last=f0, redo=jnp.asarray(False), num_steps=zero,
         num_accepted=zero, counts=counts0, save_index=zero, ys=ys0,
         rec=_Chunk.empty(record_tangents, y0, first_end, t0, t1) if record else None,
-        prev_inv=jnp.ones((), y0.dtype) if pi_control and pcoeff != 0 else None,
+        prev_inv=jnp.ones((), y0.dtype) if pcoeff != 0 or dcoeff != 0 else None,
+        prev_prev_inv=jnp.ones((), y0.dtype) if dcoeff != 0 else None,
     )  # fmt: skip
     ts_arr = ts
 
@@ -205,18 +207,23 @@ def integrate(
         keep = ss < n_block
         fmin = jnp.where(keep, 1.0, FACTOR_MIN)
         fmax = jnp.where(keep, FACTOR_MAX, SAFETY)
-        prev_inv = s.prev_inv
+        prev_inv, prev_prev_inv = s.prev_inv, s.prev_prev_inv
         if not pi_control:
             gain = SAFETY * float(n_block) ** (0.5 * inv_order)
             factor = jnp.clip(gain * _neg_root(ss, 2 * pair.order), fmin, fmax)
         else:
-            # diffrax's PIDController with k_P = pcoeff, k_I = icoeff (module docstring): the
-            # factor 0.9 (1/eps)^((pcoeff + icoeff)/q) (1/eps_prev)^(-pcoeff/q), eps_prev that
-            # of the last accepted step (1 before the first), an eps of 0 or inf stored as 1.
+            # diffrax's PIDController with k_P = pcoeff, k_I = icoeff, k_D = dcoeff (module
+            # docstring): the factor 0.9 (1/eps)^((p + i + d)/q) (1/eps_prev)^(-(p + 2 d)/q)
+            # (1/eps_prev_prev)^(d/q), eps_prev and eps_prev_prev those of the last two accepted
+            # steps (1 before them), an eps of 0 or inf stored as 1; a rejected step keeps both.
             inv = 1.0 / jnp.sqrt(ss / n_block)
-            factor = SAFETY * inv ** ((pcoeff + icoeff) * inv_order)
-            if pcoeff != 0:
-                factor = factor * prev_inv ** (-pcoeff * inv_order)
+            factor = SAFETY * inv ** ((pcoeff + icoeff + dcoeff) * inv_order)
+            if pcoeff != 0 or dcoeff != 0:
+                factor = factor * prev_inv ** (-(pcoeff + 2 * dcoeff) * inv_order)
+            if dcoeff != 0:
+                factor = factor * prev_prev_inv ** (dcoeff * inv_order)
+                prev_prev_inv = jnp.where(keep, prev_inv, prev_prev_inv)
+            if pcoeff != 0 or dcoeff != 0:
                 inv_kept = jnp.where((inv == 0) | jnp.isinf(inv), 1.0, inv)
                 prev_inv = jnp.where(keep, inv_kept.astype(prev_inv.dtype), prev_inv)
             factor = jnp.clip(factor, fmin, fmax)
@@ -274,6 +281,7 @@ def integrate(
             tprev=t_start, tnext=t_end, y=y_new, f_last=f_new, redo=redo_new,
             num_steps=s.num_steps + 1, num_accepted=s.num_accepted + keep.astype(jnp.int64),
             counts=counts, save_index=save_index, ys=ys, rec=rec, prev_inv=prev_inv,
+            prev_prev_inv=prev_prev_inv,
         )  # fmt: skip
 
     if record:
