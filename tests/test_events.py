@@ -1,5 +1,7 @@
 """Zero-crossing events: gradients of event times and post-event states, vmap, bounds, rules."""
 
+import itertools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -308,3 +310,128 @@ def test_fast_condition_finds_every_crossing(fixed):
     exact = (2 * np.arange(10) + 1) * np.pi / 40
     assert int(sol.events.count) == 10
     np.testing.assert_allclose(sol.events.t[:10], exact, rtol=0, atol=EVENT_TIME_ATOL)
+
+
+# --------------------------------------------------------------------------------------------------
+# Crossings on segment boundaries (issue 47): a crossing that falls on a clock tick, a scheduled
+# discontinuity or a sample time, exactly or one ulp before or after it, is found once, at its
+# time, for every direction, with and without resets, on fixed and adaptive steps. (With a clock,
+# a crossing on a tick was never located after the dense-output check grid came in: the segment
+# before the tick saw the condition a round-off below zero on its dense output, the segment after
+# it started from the step's end state exactly on zero, heading away.)
+
+# Event times vs the exact ones: x' = +-1 is integrated exactly by every solver here (round-off
+# ~1e-16 per step); the root finder stops within 1e-13 s.
+BOUNDARY_TIME_ATOL = 1e-12
+# Crossing levels [s] of the four conditions (each on a tick of a 0.1 s clock; firings of the
+# sawtooths at multiples of them never coincide with another condition's).
+LEVELS = {"rise": 0.3, "fall": 0.4, "both": 0.7, "time": 0.5}
+T_END = 0.95
+
+
+class Saws(js.AbstractDynamicObject):
+    """x' = 1, w' = -1, u' = 1 from 0: one state per event condition."""
+
+    name: str = eqx.field(static=True, default="saws")
+
+    def init_state(self):
+        return {"x": jnp.asarray(0.0), "w": jnp.asarray(0.0), "u": jnp.asarray(0.0)}
+
+    def drift(self, t, y, args):
+        return {"x": jnp.asarray(1.0), "w": jnp.asarray(-1.0), "u": jnp.asarray(1.0)}
+
+
+def _zero(key):
+    """Reset `key` to 0 when `args["reset"]` (a run-time switch: one program for both)."""
+
+    def reset(t, y, z, args):
+        return {**y, key: jnp.where(args["reset"], 0.0, y[key])}, z
+
+    return reset
+
+
+SAW_EVENTS = (
+    js.Event(lambda t, y, a: y["x"] - a["L"][0], direction="rising", reset=_zero("x"), name="rise"),
+    js.Event(
+        lambda t, y, a: y["w"] + a["L"][1], direction="falling", reset=_zero("w"), name="fall"
+    ),
+    js.Event(lambda t, y, a: y["u"] - a["L"][2], direction="both", reset=_zero("u"), name="both"),
+    js.Event(lambda t, y, a: t - a["L"][3], direction="rising", name="time"),
+)
+
+
+def _expected_firings(levels, resets):
+    """{event index: firing times} (a sawtooth fires again one level after each firing)."""
+    out = {}
+    for i, lv in enumerate(levels):
+        times = [lv]
+        while resets and i < 3 and times[-1] + lv <= T_END:
+            times.append(times[-1] + lv)
+        out[i] = times
+    return out
+
+
+BOUNDARY_SOLVERS = {
+    "Dopri5": dict(solver=js.Dopri5(), rtol=1e-9, atol=1e-12),
+    "Tsit5": dict(solver=js.Tsit5(), rtol=1e-9, atol=1e-12),
+    "RK4": dict(solver=js.RK4(), dt=0.05),
+}
+TICKS = np.round(np.arange(1, 10) * 0.1, 12)
+BOUNDARIES = {
+    "tick": dict(clocks=(js.DiscreteModel("ctl", js.Clock(0.1), lambda t, y, z, a: (z, {})),)),
+    "discontinuity": dict(discontinuities=tuple(float(t) for t in TICKS)),
+    "sample": dict(ts=np.r_[0.0, TICKS, T_END]),
+}
+
+
+@pytest.mark.parametrize("boundary", list(BOUNDARIES))
+@pytest.mark.parametrize("solver", ["Dopri5", "RK4", pytest.param("Tsit5", marks=pytest.mark.slow)])
+def test_crossings_on_boundaries(solver, boundary):
+    """x' = 1, w' = -1, u' = 1 from 0; rising x - L_r, falling w + L_f, both u - L_b (each reset
+    to 0 on firing, or not) and rising t - L_t, with every level on a boundary (0.3, 0.4, 0.7,
+    0.5 s) or one ulp below or above it: each fires at its level (and a sawtooth again one level
+    later), and the states end where the firings leave them. Before the fix a tick run fired
+    nothing at all (ok=True, x(0.95) = 0.95)."""
+    model = Saws()
+    kw = {**BOUNDARY_SOLVERS[solver], **BOUNDARIES[boundary]}
+    for resets, ulps in itertools.product((False, True), (-1, 0, 1)):
+        levels = [float(v) for v in LEVELS.values()]
+        if ulps:
+            levels = [float(np.nextafter(v, np.inf * ulps)) for v in levels]
+        sol = js.simulate(
+            model, model.init_state(), T_END, events=SAW_EVENTS, max_events=16,
+            args={"L": jnp.asarray(levels), "reset": jnp.asarray(resets)}, **kw,
+        )  # fmt: skip
+        assert bool(sol.ok)
+        n = int(sol.events.count)
+        t, idx = np.asarray(sol.events.t[:n]), np.asarray(sol.events.index[:n])
+        expected = _expected_firings(levels, resets)
+        what = f"{'with' if resets else 'without'} resets, levels {ulps:+d} ulp"
+        for i, times in expected.items():
+            np.testing.assert_allclose(
+                t[idx == i], times, rtol=0, atol=BOUNDARY_TIME_ATOL,
+                err_msg=f"event {SAW_EVENTS[i].name}, {what}",
+            )  # fmt: skip
+        last = [expected[i][-1] if resets else 0.0 for i in range(3)]
+        ends = [float(sol.ys[k][-1]) for k in ("x", "w", "u")]
+        exact = [T_END - last[0], -(T_END - last[1]), T_END - last[2]]
+        np.testing.assert_allclose(ends, exact, rtol=0, atol=BOUNDARY_TIME_ATOL, err_msg=what)
+
+
+TOUCH_TICK = js.Event(lambda t, y, a: (y["x"] - 0.4) ** 2, direction="both", name="touch")
+CUBE_TICK = js.Event(lambda t, y, a: (y["x"] - 0.4) ** 3, direction="rising", name="cube")
+
+
+@pytest.mark.parametrize("solver", ["Dopri5", "RK4"])
+def test_tangency_and_flat_crossing_on_a_tick(solver):
+    """x = t with a 0.1 s clock: (x - 0.4)^2 touches zero on the tick at 0.4 (no firing; it fired
+    there before, as the segment after the tick started on the surface with no rate and took no
+    side); (x - 0.4)^3 crosses there with zero rate (one firing, at 0.4)."""
+    model = Line(1.0)
+    clock = js.DiscreteModel("ctl", js.Clock(0.1), lambda t, y, z, a: (z, {}))
+    kw = dict(BOUNDARY_SOLVERS[solver], clocks=(clock,), max_events=4)
+    sol = js.simulate(model, model.init_state(), T_END, events=(TOUCH_TICK,), **kw)
+    assert int(sol.events.count) == 0
+    sol = js.simulate(model, model.init_state(), T_END, events=(CUBE_TICK,), **kw)
+    assert int(sol.events.count) == 1
+    assert abs(float(sol.events.t[0]) - 0.4) < BOUNDARY_TIME_ATOL

@@ -26,6 +26,11 @@ trajectory, or where $\dot c = 0$ too, of $\ddot c$. Hence:
   solver); heading away it does not fire;
 - *tangency*: a condition that touches zero without changing sign (e.g. $(t - 1)^2$) does not
   fire, also when a step ends exactly on the touching point;
+- *on a boundary* (a clock tick, a scheduled discontinuity): a step's end is checked on the state
+  the next step starts from, and each condition keeps its side across the boundary, so a crossing
+  on a tick (or one ulp before or after it) fires once, at its time, and a tangency there does not
+  fire. A condition that jumps across zero *because of* a tick (it reads a held output that the
+  tick changes) does not fire: the segment after the tick starts from its new value;
 - *non-finite*: a condition that evaluates to NaN/inf at a grid point fails the run with
   `RESULTS.event_condition_nonfinite` (crossings before it are found; `t_final` is the last
   finite point, within `event_tol`).

@@ -20,7 +20,10 @@ at $a$, $m$, $b$ and the curvature bound $M = \sigma \max(|\dot c_m - \dot c_a|,
   > M h / 2$ (the condition is monotone inside, one crossing); or
 - the half is shorter than `event_tol` (times closer than that are not separated).
 
-Boolean conditions ($\pm 1$, no rate) are certified by their values at the grid points. The first
+Boolean conditions ($\pm 1$, no rate) are certified by their values at the grid points. At the
+step's end $t_1$ the values are those of the step's own end state (the state the next step, or
+the next segment after a boundary, starts from), not of the dense output, which differs by
+round-off: a crossing on a step end is then on the same side of zero for both steps. The first
 half that holds a crossing in an event's direction is the bracket of the root finder, so the
 crossing located is the earliest one in the step (at most one event per bracket, unless the
 bracket is shorter than `event_tol`). At a grid point where a condition is exactly zero its side
@@ -96,6 +99,7 @@ class GuardInfo(eqx.Module):
     t0: jax.Array  # the step and its dense output (for the root finder)
     t1: jax.Array
     dense: Any
+    y1: Any  # the step's end state (the state at an event located on the step's end)
 
 
 class EventGuardSolver(dfx.AbstractWrappedSolver):
@@ -151,7 +155,10 @@ class EventGuardSolver(dfx.AbstractWrappedSolver):
         i0 = jnp.zeros((), jnp.int32)
         zn = jnp.zeros((n,))
         # t1 = NaN: the first step of a solve evaluates its start (no previous step to reuse).
-        info = GuardInfo(i0 + NONE, i0, t, t, z, z, zn, zn, zn, t, t + jnp.nan, dense)
+        # The side before the start: a restart's sign after an event, else the side the
+        # conditions had at the end of the previous segment (0: none; `Arming.left`).
+        side0 = jnp.where(args.override, args.sign, args.left).astype(t.dtype)
+        info = GuardInfo(i0 + NONE, i0, t, t, z, z, side0, zn, zn, t, t + jnp.nan, dense, y0)
         return inner, info
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
@@ -172,11 +179,11 @@ class EventGuardSolver(dfx.AbstractWrappedSolver):
             self.unpack,
             self.interpolation_cls,
             *jax.lax.stop_gradient(
-                (t0, t1, dense, args, info.side_end, self.w_min, reuse, info.c_end, info.cd_end)
-            ),
+                (t0, t1, y1, dense, args, info.side_end, self.w_min, reuse, info.c_end, info.cd_end)
+            ),  # fmt: skip
         )
         t0f, t1f = jnp.asarray(t0, float), jnp.asarray(t1, float)
-        found = eqx.tree_at(lambda f: (f.t0, f.t1, f.dense), found, (t0f, t1f, dense))
+        found = eqx.tree_at(lambda f: (f.t0, f.t1, f.dense, f.y1), found, (t0f, t1f, dense, y1))
         ok = result == dfx.RESULTS.successful
         found = eqx.tree_at(lambda f: f.status, found, jnp.where(ok, found.status, NONE))
         result = dfx.RESULTS.where(ok & (found.status != NONE), STOP, result)
@@ -184,10 +191,16 @@ class EventGuardSolver(dfx.AbstractWrappedSolver):
 
 
 def check_step(
-    events, unpack, interpolation_cls, t0, t1, dense, args, side_prev, w_min, reuse, c_prev,
+    events, unpack, interpolation_cls, t0, t1, y1, dense, args, side_prev, w_min, reuse, c_prev,
     cd_prev,
 ):  # fmt: skip
-    """The check grid on one step (see the module docstring): a `GuardInfo` (dense output unset)."""
+    """The check grid on one step (see the module docstring): a `GuardInfo` (dense output unset).
+
+    At the step's end the conditions are evaluated on the step's own end state `y1` (the state
+    the next step, or the next segment after a tick, starts from), not on the dense output there:
+    the two differ by round-off, and a crossing on a step end must be on the same side of zero
+    on both sides of it (else a crossing on a clock tick is seen by neither segment).
+    """
     n = len(events)
     t0, t1 = jnp.asarray(t0, float), jnp.asarray(t1, float)
     interp = interpolation_cls(t0=t0, t1=t1, **dense)
@@ -223,6 +236,23 @@ def check_step(
     def finite(c, cd):
         return jnp.all(jnp.isfinite(c) & jnp.isfinite(cd))
 
+    def end_values():
+        # The conditions and their rates on the end state itself, moving with the dense output's
+        # velocity there.
+        _, ydot = jax.jvp(interp.evaluate, (t1,), (jnp.ones_like(t1),))
+
+        def c_of(tt, yy):
+            out = []
+            for ev in events:
+                c = jnp.asarray(ev.cond(tt, unpack(yy), a_user))
+                out.append(jnp.where(c, 1.0, -1.0) if c.dtype == bool else c.astype(float))
+            return jnp.stack(out)
+
+        c, cd = jax.jvp(c_of, (t1, y1), (jnp.ones_like(t1), ydot))
+        return jnp.where(disabled, 1.0, c), jnp.where(disabled | is_bool, 0.0, cd)
+
+    c_t1, cd_t1 = end_values()
+
     # The start of a step that continues the previous one (same time, same unmapped state) is the
     # previous step's end: its values are reused (the first step of a segment evaluates them).
     c_a, cd_a = jax.lax.cond(reuse, lambda: (c_prev, cd_prev), lambda: values(t0))
@@ -239,6 +269,7 @@ def check_step(
         m = 0.5 * (a + b)
         h = 0.5 * (b - a)
         (c_m, c_b), (cd_m, cd_b) = jax.vmap(values)(jnp.stack([m, b]))
+        c_b, cd_b = jnp.where(b == t1, c_t1, c_b), jnp.where(b == t1, cd_t1, cd_b)
         s_m = side(c_m, cd_m, _sign(cd_b - cd_a))
         s_b = side(c_b, cd_b, _sign(cd_b - cd_m))
         M = SIGMA * jnp.maximum(jnp.abs(cd_m - cd_a), jnp.abs(cd_b - cd_m)) / jnp.maximum(h, 1e-300)
@@ -321,5 +352,5 @@ def check_step(
     lo = jnp.where(unresolved, st["a"], st["lo"])
     return GuardInfo(
         status, st["index"], lo, jnp.where(unresolved, st["a"], st["hi"]), st["c_lo"],
-        st["c_hi"], st["s"], st["c"], st["cd"], t0, t1, dense,
+        st["c_hi"], st["s"], st["c"], st["cd"], t0, t1, dense, y1,
     )  # fmt: skip

@@ -55,13 +55,18 @@ class Arming(eqx.Module):
     - `sign`: that replacement value (+-1);
     - `disabled`: the condition is held constant for a re-solve up to `cap` (it was reported by the
       solver although another condition crossed earlier in the same step);
-    - `cap`: the time a re-solve stops at (inf otherwise).
+    - `cap`: the time a re-solve stops at (inf otherwise);
+    - `left`: the side (+-1) each condition was on at the end of the previous segment, when that
+      segment reached a boundary (a clock tick, a scheduled discontinuity, a re-solve cap); 0
+      otherwise. A condition exactly on its surface with no rate at the segment start (a tangency
+      on a tick) stays on that side, as it would between two steps of one segment.
     """
 
     override: jax.Array
     sign: jax.Array
     disabled: jax.Array
     cap: jax.Array
+    left: jax.Array
 
 
 class Samples(eqx.Module):
@@ -132,8 +137,8 @@ class SegmentInputs(eqx.Module):
     - `args`: the user's `args`, as given to `simulate`;
     - `held`: the held outputs `{model name: {address: value}}` over the segment;
     - `lo`, `hi`: the times one ulp inside the segment at which the drift is evaluated;
-    - `t_start`: the segment's start; `override`, `sign`, `disabled`: the event arming there
-      (`Arming`).
+    - `t_start`: the segment's start; `override`, `sign`, `disabled`, `left`: the event arming
+      there (`Arming`).
 
     `model_args()` is what the model and the events read (`jaxsim._model._clocks.with_held`).
     """
@@ -146,6 +151,7 @@ class SegmentInputs(eqx.Module):
     override: jax.Array
     sign: jax.Array
     disabled: jax.Array
+    left: jax.Array
 
     def model_args(self):
         return with_held(self.args, self.held)

@@ -146,6 +146,7 @@ def _initial_step(run, y0, held0, B):
         override=jnp.zeros((run.n_ev,), bool),
         sign=jnp.ones((run.n_ev,)),
         disabled=jnp.zeros((run.n_ev,), bool),
+        left=jnp.zeros((run.n_ev,)),
     )
     d = run.dsolver
     if not cfg.has_dt and cfg.has_y:
@@ -207,7 +208,9 @@ def _initial_carry(run, y0, z0, held0, B):
         k=jnp.asarray(0),
         dt_proposed=dtp0,
         controller_state=cstate0,
-        arming=Arming(override, sign0, jnp.zeros((n_ev,), bool), jnp.asarray(jnp.inf)),
+        arming=Arming(
+            override, sign0, jnp.zeros((n_ev,), bool), jnp.asarray(jnp.inf), jnp.zeros((n_ev,))
+        ),
         status=Status(n_level > 0, n_level > 0, n_level > cfg.max_events, RESULTS.successful),
         tally=Tally.zero(run.counts0, num_rhs=rhs0, num_events=n_level),
         samples=samples,
@@ -291,8 +294,11 @@ def run_clocked(
         )
         moved = ev.accept | reached | (failed & ~bad_state)
         new_k = c.k + at_boundary.astype(c.k.dtype)
+        # A segment of zero length (an event on a boundary, then the boundary itself) keeps the
+        # arming of its start: the restart signs hold until time moves on.
+        passed = reached & (t_e > t_a)
         arming = Arming(
-            override=jnp.where(ev.accept, ev.fired, jnp.where(reached, False, c.arming.override)),
+            override=jnp.where(ev.accept, ev.fired, jnp.where(passed, False, c.arming.override)),
             sign=jnp.where(ev.accept, ev.sign, c.arming.sign),
             disabled=jnp.where(
                 ev.conflict,
@@ -300,6 +306,13 @@ def run_clocked(
                 jnp.where(ev.accept | reached, False, c.arming.disabled),
             ),
             cap=jnp.where(ev.conflict, t_e, jnp.where(ev.accept | reached, jnp.inf, c.arming.cap)),
+            # The sides at a boundary carry into the next segment (not those of conditions held
+            # constant for a re-solve); a re-solve starts from the same point with the same ones.
+            left=jnp.where(
+                passed,
+                jnp.where(c.arming.disabled, 0.0, seg.side_end),
+                jnp.where(ev.accept, 0.0, c.arming.left),
+            ),
         )
         stopped = c.status.stopped | ev.stop
         overflow = c.status.overflow | ev.over

@@ -26,7 +26,9 @@ class SegmentResult(eqx.Module):
     `window_t`: indices and times of the samples that may fall in the segment; `ys`: the states at
     those times; `dt_proposed`,
     `controller_state`: the adaptive step-size state to carry on; `num_*`: work done; `counts`:
-    step-map counts of the segment; `result`: successful or the cause of a failure.
+    step-map counts of the segment; `side_end`: each event condition's side (+-1) at the end of
+    the segment's last step (`Arming.left` when the segment reached a boundary); `result`:
+    successful or the cause of a failure.
     """
 
     y: Any
@@ -41,6 +43,7 @@ class SegmentResult(eqx.Module):
     num_rejected_steps: jax.Array
     num_rhs: jax.Array
     counts: Any
+    side_end: jax.Array
     result: Any
 
 
@@ -140,6 +143,7 @@ def skip(run, c):
         num_rejected_steps=_zero(),
         num_rhs=_zero(),
         counts=run.counts0,
+        side_end=c.arming.left,
         result=RESULTS.successful,
     )
 
@@ -162,6 +166,7 @@ def solve_diffrax(run, t_a, t_b, c):
         override=c.arming.override,
         sign=c.arming.sign,
         disabled=c.arming.disabled,
+        left=c.arming.left,
     )
     saveat = dfx.SaveAt(
         subs=[dfx.SubSaveAt(ts=save_t), dfx.SubSaveAt(t1=True)],
@@ -185,11 +190,14 @@ def solve_diffrax(run, t_a, t_b, c):
     at_event = jnp.asarray(False)
     state = sol.solver_state
     mask = jnp.zeros((n_ev,), bool)
+    side_end = c.arming.left
     guard_res = RESULTS.successful
     if n_ev:
         # The check grid stopped the solve after a step with a crossing (or a failed check):
         # locate the crossing in its bracket on that step's dense output.
         state, info = state
+        # (A solve without a step keeps the side it started with: `EventGuardSolver.init`.)
+        side_end = info.side_end
         at_event = (sol.result == guard.STOP) & (info.status != guard.NONE)
         crossing = at_event & (info.status == guard.CROSSING)
         interp = run.core.solver.interpolation_cls(t0=info.t0, t1=info.t1, **info.dense)
@@ -199,7 +207,12 @@ def solve_diffrax(run, t_a, t_b, c):
             lambda: (info.lo, optx.RESULTS.successful),
         )
         t_end = jnp.where(crossing, t_root, jnp.where(at_event, info.lo, t_end))
-        v_end = jtu.tree_map(lambda a, b: jnp.where(at_event, a, b), interp.evaluate(t_end), v_end)
+        # On the step's end (a crossing on a boundary) the state is the step's own end state,
+        # on which the check saw the crossing (the dense output there differs by round-off).
+        v_ev = jtu.tree_map(
+            lambda a, b: jnp.where(t_end == info.t1, a, b), info.y1, interp.evaluate(t_end)
+        )
+        v_end = jtu.tree_map(lambda a, b: jnp.where(at_event, a, b), v_ev, v_end)
         mask = (jnp.arange(n_ev) == info.index) & crossing
         guard_res = RESULTS.where(
             crossing & (root_res != optx.RESULTS.successful),
@@ -237,5 +250,5 @@ def solve_diffrax(run, t_a, t_b, c):
     res = RESULTS.where(all_finite(y_end), res, RESULTS.nonfinite_state)
     return SegmentResult(
         y_end, t_end, mask, win_idx, win_t, jax.vmap(run.unpack)(sol.ys[0]), dtp, cst, accepted,
-        tried - accepted, rhs, seg_counts, res,
+        tried - accepted, rhs, seg_counts, side_end, res,
     )  # fmt: skip
