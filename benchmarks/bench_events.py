@@ -2,7 +2,7 @@
 
 The cases are the bdsim 1.4.0 reference runs in `tests/data/bdsim/` (spec `.json`: parameters,
 solver settings and what bdsim measured, including its RHS count `rhs_evals_counted`; `.npz`: its
-logged samples). The models are restated compactly here from `tests/test_bdsim_cases.py` (same
+logged samples). The models are restated compactly here from `tests/engine/events/test_bdsim_cases.py` (same
 equations, same jaxsim calls), so the benchmark needs no pytest.
 
 For every case jaxsim runs with `Tsit5` at bdsim's tolerances (rtol 1e-3, atol 1e-6; scipy RK45
@@ -11,7 +11,7 @@ segment boundaries, so it needs none; `step_response` also passes its step as a 
 routes it through the clocked driver) and once with bdsim's `max_step` as `dtmax` (`+ max_step`);
 where bdsim also recorded a tight-tolerance run (`step_response`, `zero_crossing`), jaxsim runs at
 those tolerances too (`tight`). RHS evaluations: jaxsim's `stats["num_rhs"]` (counts every drift
-call, see `tests/test_bdsim_cases.py::test_rhs_count_is_true`), bdsim's `rhs_evals_counted`.
+call, see `tests/engine/events/test_bdsim_cases.py::test_rhs_count_is_true`), bdsim's `rhs_evals_counted`.
 
 Error (the same measure for both codes, per case):
 
@@ -66,7 +66,7 @@ def _spec(name):
 
 
 def _models():
-    """The case models (as in `tests/test_bdsim_cases.py`); imported lazily (JAX)."""
+    """The case models (as in `tests/engine/events/test_bdsim_cases.py`); imported lazily (JAX)."""
     import equinox as eqx
     import jax.numpy as jnp
 

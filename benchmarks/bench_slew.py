@@ -9,7 +9,7 @@ hub + 3 balanced reaction wheels, no gravity; flight software `mrpFeedback -> rw
 
 jaxsim runs `effectors.RWAttitudeFSW` on a `jaxsim.Clock(0.1)` through the public
 `jaxsim.simulate(..., solver=RK4(), clocks=(fsw,), sample_dt=1.0)` (as
-`tests/test_flight_software.py`), timed with `jax.block_until_ready`:
+`tests/effectors/test_flight_software.py`), timed with `jax.block_until_ready`:
 
 - the compiled run: that call wrapped in the public `jaxsim.jit` (spacecraft, flight software and
   initial state as arguments): the first call (trace + compile + run) and the fastest of repeated

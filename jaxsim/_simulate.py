@@ -238,13 +238,15 @@ def simulate(
     warn_replay(req)
     rep = start()
     sol = guarded(rep, _DRIVERS[req.kind.driver], req, throw=throw, progress=rep)
-    sol = _with_run_info(sol, user_model, req)
     # The one exit: a failed top-level run raises here, on the host, with the message of the
     # path's in-program check (`jaxsim._result._host_checks`); otherwise (under a user's trace, or
     # `throw=False`) `checks.finish` reports the traced physical checks (`jaxsim._result._validity`).
     if host:
-        return guarded(rep, raise_if_failed, sol, req.kind.failure_path)
-    return checks.finish(sol)
+        sol = guarded(rep, raise_if_failed, sol, req.kind.failure_path)
+    else:
+        sol = checks.finish(sol)
+    # The run's metadata last (its unit checks trace after the result tail, as they always did).
+    return _with_run_info(sol, user_model, req)
 
 
 # Each driver takes the checked request (`req.kind.driver`, decided by `jaxsim._route.route`).

@@ -1,4 +1,4 @@
-"""Worker of `tests/test_campaign_large.py`: `python -m tests._campaign_large_worker write DIR N` writes
+"""Worker of `tests/montecarlo/test_campaign_large.py`: `python -m tests._campaign_large_worker write DIR N` writes
 a campaign of `N` members of a cheap member function; `... summarize DIR MAX_BYTES` summarizes it
 from the store and prints one JSON line: peak RSS before and after [bytes] and the statistics."""
 

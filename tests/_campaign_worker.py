@@ -1,4 +1,4 @@
-"""Worker of `tests/test_campaign_distributed.py`: one process of a two-process `jax.distributed`
+"""Worker of `tests/montecarlo/test_campaign_distributed.py`: one process of a two-process `jax.distributed`
 job on 127.0.0.1 (CPU backend).
 
 Run as `python -m tests._campaign_worker PROCESS_ID PORT DIRECTORY` with `JAX_PLATFORMS=cpu`: joins

@@ -1,4 +1,4 @@
-"""Worker of `tests/test_montecarlo.py::test_sharded_equals_unsharded` (also the tiny model the tests share).
+"""Worker of `tests/montecarlo/test_montecarlo.py::test_sharded_equals_unsharded` (also the tiny model the tests share).
 
 Run as `python -m tests._sharding_worker N OUT.npz` with `XLA_FLAGS=--xla_force_host_platform_device_count=N`
 and `JAX_PLATFORMS=cpu` set before jax is imported (hence a subprocess): computes one batch

@@ -422,7 +422,7 @@ def test_on_time_burn_ending_on_the_step_grid_at_small_steps():
 
 
 # --------------------------------------------------------------------------------------------------
-# 5. Events that tunnel (zero-crossing detection, Zeno): see also tests/test_events.py
+# 5. Events that tunnel (zero-crossing detection, Zeno): see also tests/engine/events/test_events.py
 
 
 class _Ball(js.AbstractDynamicObject):

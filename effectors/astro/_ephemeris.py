@@ -22,7 +22,7 @@ their systems (DE421 integrates those; Mars' centre is within 0.2 m of its baryc
 
 **Analytic.** `AnalyticSunMoon`: Montenbruck & Gill's low-precision series (mean elements and the
 largest periodic terms, referred to the mean ecliptic and equinox of J2000, rotated to the equator by
-$\varepsilon$ = 23.43929111 deg). Measured against DE421 over 2000-2050 (`tests/test_ephemeris.py`):
+$\varepsilon$ = 23.43929111 deg). Measured against DE421 over 2000-2050 (`tests/effectors/astro/test_ephemeris.py`):
 see `AnalyticSunMoon` for the figures.
 
 **References:** Folkner, W. M., Williams, J. G., Boggs, D. H., "The Planetary and Lunar Ephemeris
@@ -368,7 +368,7 @@ class AnalyticSunMoon(AbstractEphemeris):
     TDB (TT to 2 ms, which these series cannot resolve).
 
     **Accuracy** against DE421, measured over 2000-2050 at 2000 random times
-    (`tests/test_ephemeris.py::test_analytic_sun_moon_accuracy`): Sun direction within 0.02 deg
+    (`tests/effectors/astro/test_ephemeris.py::test_analytic_sun_moon_accuracy`): Sun direction within 0.02 deg
     (max) and distance within 0.02 %; Moon direction within 0.3 deg and distance within 0.5 %
     (about 2000 km). Good enough for third-body perturbations at 1e-3 relative and for shadow
     entry times to about 10 s in low orbit; use `DE421Ephemeris` for anything finer.

@@ -13,7 +13,7 @@ $$\theta_{GMST} = 67310.54841\,\mathrm s + (876600\,\mathrm h + 8640184.812866\,
 ($T_u$ Julian centuries of UT1 from J2000; UT1 = UTC + `dut1`). Nutation (up to 17" in longitude,
 9" in obliquity), the equation of the equinoxes (< 1.2 s of time) and polar motion (< 0.5") are
 neglected: the frame is within about 25 arcsec (1.2e-4 rad) of the ITRS, measured against astropy's
-GCRS-to-ITRS transformation in `tests/test_rotation.py`. For gravity this is an error of order
+GCRS-to-ITRS transformation in `tests/effectors/astro/test_rotation.py`. For gravity this is an error of order
 $10^{-4}$ of the tesseral part of the field (1e-10 of the total for the Earth).
 `earth_rotation_angle(jd_ut1)` gives the IERS 2010 Earth rotation angle.
 
@@ -123,7 +123,7 @@ class EarthRotation(eqx.Module):
     Call it with the run's time `t` [s] (TDB seconds past the epoch) for the `(3, 3)` $[PN]$.
 
     **Accuracy:** within 25 arcsec of the ITRS (nutation, equation of the equinoxes and polar motion
-    neglected), measured against astropy in `tests/test_rotation.py`.
+    neglected), measured against astropy in `tests/effectors/astro/test_rotation.py`.
 
     **Reference:** Vallado 2013, sec. 3.7 (FK5 reduction without nutation); Lieske et al. 1977;
     Aoki et al. 1982.

@@ -13,7 +13,7 @@ J. H. Verner, "Numerically optimal Runge-Kutta pairs with interpolants", Numeric
   b_i(\theta) k_i$, $b_i(\theta) = \sum_{j=1}^{8} p_{ij} \theta^j$ (order 8 for every $\theta$).
 
 $k_i = h f(t_0 + c_i h, y_0 + \sum_j a_{ij} k_j)$. The order conditions of both weights (all
-rooted trees up to order 9 and 8) and of the interpolant are checked in `tests/test_verner.py`.
+rooted trees up to order 9 and 8) and of the interpolant are checked in `tests/engine/solvers/test_verner.py`.
 """
 
 import diffrax as dfx

@@ -203,7 +203,9 @@ def check_state_refused(entry: Entry):
 
 def check_commands_declared(entry: Entry):
     sc, _ = entry.build()
-    effector = next(e for e in fx._spacecraft._assembly._all_effectors(sc) if e.name == entry.effector)
+    effector = next(
+        e for e in fx._spacecraft._assembly._all_effectors(sc) if e.name == entry.effector
+    )
     commands = effector.init_commands()
     assert commands is not None, f"{type(effector).__name__} does not declare its commands"
     declared = sc.init_commands().get(effector.name, {})
@@ -216,7 +218,9 @@ def check_commands_declared(entry: Entry):
 
 def check_commands_refused(entry: Entry):
     sc, y0 = entry.build()
-    effector = next(e for e in fx._spacecraft._assembly._all_effectors(sc) if e.name == entry.effector)
+    effector = next(
+        e for e in fx._spacecraft._assembly._all_effectors(sc) if e.name == entry.effector
+    )
     commands = effector.init_commands()
     with pytest.raises(ValueError, match="motor_torqe|unknown"):
         js.simulate(sc, y0, 0.1, dt=0.05, args={entry.effector: {"motor_torqe": 0.0}})
@@ -238,7 +242,9 @@ def check_units(entry: Entry):
     other; the spacecraft's composed `units()` pass `simulate`'s check against a run (traced
     with `jax.eval_shape`), which covers every state leaf and recorded output."""
     sc, y0 = entry.build()
-    effector = next(e for e in fx._spacecraft._assembly._all_effectors(sc) if e.name == entry.effector)
+    effector = next(
+        e for e in fx._spacecraft._assembly._all_effectors(sc) if e.name == entry.effector
+    )
     units = effector.units()
     assert set(units) == {"ys", "outputs", "args"}, units
     assert set(units["args"]) == set(effector.init_commands() or {}), units["args"]

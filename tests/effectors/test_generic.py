@@ -247,6 +247,8 @@ def test_registry_covers_every_effector():
     covered = set()
     for entry in REGISTRY:
         sc, _ = entry.build()
-        covered |= {type(e) for e in fx._spacecraft._assembly._all_effectors(sc) if e.name == entry.effector}
+        covered |= {
+            type(e) for e in fx._spacecraft._assembly._all_effectors(sc) if e.name == entry.effector
+        }
     missing = sorted(c.__name__ for c in exported - covered)
     assert not missing, f"effectors without a generic-suite entry: {missing}"

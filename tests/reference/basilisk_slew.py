@@ -1,5 +1,5 @@
 r"""Closed-loop reaction-wheel slew in real Basilisk (`bsk` 2.12.1): the cross-validation reference of
-`effectors._fsw._flight_software` (`tests/test_flight_software.py`).
+`effectors._fsw._flight_software` (`tests/effectors/test_flight_software.py`).
 
 Scenario (`SCENARIO`, all SI units): a rigid hub with three balanced reaction wheels, no gravity, no
 external loads; flight software `simpleNav -> inertial3D -> attTrackingError -> mrpFeedback ->
@@ -76,7 +76,7 @@ def gsHat_B(scenario=None) -> np.ndarray:
 
 def build_jaxsim(scenario=None, *, tick_at_t0=True):
     """`(spacecraft, fsw, y0)`: the same scenario in jaxsim (hub, wheels, `fx.RWAttitudeFSW` on
-    its own clock), for `tests/test_flight_software.py` and `benchmarks/bench_slew.py`."""
+    its own clock), for `tests/effectors/test_flight_software.py` and `benchmarks/bench_slew.py`."""
     import jax.numpy as jnp
 
     import effectors as fx

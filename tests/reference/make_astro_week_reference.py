@@ -1,4 +1,4 @@
-"""Independent reference for the week-long perturbed-orbit comparison (`tests/test_astro_week.py`).
+"""Independent reference for the week-long perturbed-orbit comparison (`tests/effectors/astro/test_astro_week.py`).
 
 Writes `tests/data/astro_week_heyoka.json`: for each scenario, the spacecraft state after one week
 (and once a day) from heyoka's Taylor integrator in extended precision (x87 80-bit `long double`,

@@ -34,8 +34,8 @@ below, bit for bit as without a controller):
   changed the state (the MRP shadow switch).
 
 The same rules as diffrax's controller give the same steps: measured step counts equal diffrax's
-on the J2 orbit, a Kepler e = 0.7 orbit and the spacecraft (`tests/test_adaptive_core.py`), and
-with PI gains (0.2, 0.4) for Tsit5, Dopri5 and Dopri8 (`tests/test_pi_control.py`).
+on the J2 orbit, a Kepler e = 0.7 orbit and the spacecraft (`tests/engine/cores/test_adaptive_core.py`), and
+with PI gains (0.2, 0.4) for Tsit5, Dopri5 and Dopri8 (`tests/engine/cores/test_pi_control.py`).
 
 **Dense output** for samples `ts`: the pair's own interpolant (diffrax's interpolation classes:
 Tsitouras's for Tsit5, Shampine's for Dopri5, the 7th-order one of Dopri8; Verner's 8th-order

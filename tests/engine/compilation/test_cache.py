@@ -24,7 +24,7 @@ import effectors as fx
 import jaxsim as js
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 I_HUB = np.diag([10.0, 20.0, 30.0])
 JAX_DEFAULT_MIN_COMPILE_TIME_S = 1.0  # jax_persistent_cache_min_compile_time_secs, JAX's default
 
@@ -177,7 +177,7 @@ class H(logging.Handler):
 for name in ("jax._src.compiler", "jax._src.compilation_cache"):
     logging.getLogger(name).addHandler(H()); logging.getLogger(name).setLevel(logging.DEBUG)
 import jaxsim as js
-from tests.test_cache import make_sc, run
+from tests.engine.compilation.test_cache import make_sc, run
 jax.block_until_ready(run(make_sc()).ys)  # throw=True (the default)
 def users_program(x):  # a program of the user's, compiled in far under 1 s
     return x * 3.0 + 1.0

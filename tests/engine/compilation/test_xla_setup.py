@@ -19,7 +19,7 @@ import jaxsim as js
 from jaxsim._compilation import _xla_options as _xla_setup
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 OPTION = _xla_setup.OPTION
 DEFAULT = f"--xla_backend_extra_options={OPTION}={_xla_setup.DEFAULT_THRESHOLD}"
 # Seconds one child may take (import jaxsim + a small compile; the machine may be loaded).

@@ -15,18 +15,18 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from tests.test_adaptive_core import MU, Kepler
+from tests.engine.cores.test_adaptive_core import MU, Kepler
 
 
 # Step counts vs diffrax: the same controller on error estimates that differ by round-off only
 # (stage sums in another order), which can flip a decision sitting at the threshold; the bound of
-# tests/test_adaptive_core.py (measured here: equal counts for every pair).
+# tests/engine/cores/test_adaptive_core.py (measured here: equal counts for every pair).
 STEP_COUNT_REL_TOL = 0.02
 # Final states vs diffrax: each within ~rtol-scaled truncation error of the truth (a flipped
-# decision moves both by about that much): 100 x rtol relative, as in tests/test_adaptive_core.py.
+# decision moves both by about that much): 100 x rtol relative, as in tests/engine/cores/test_adaptive_core.py.
 STATE_REL_TOL_FACTOR = 100.0
 # Gradients vs central differences (relative step FD_STEP): the step sequence is piecewise constant
-# in the parameter; the bound of tests/test_adaptive_core.py.
+# in the parameter; the bound of tests/engine/cores/test_adaptive_core.py.
 GRAD_REL_TOL = 1e-6
 FD_STEP = 1e-6
 

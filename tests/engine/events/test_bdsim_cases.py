@@ -17,7 +17,7 @@ import pytest
 import jaxsim as js
 
 
-DATA = Path(__file__).parent / "data" / "bdsim"
+DATA = Path(__file__).resolve().parents[2] / "data" / "bdsim"
 
 # x(1) of step_response, analytic (spec `analytic_solution`); tight run must reach round-off level
 # of Tsit5 with max_step 0.03 (measured 3.6e-12).

@@ -22,7 +22,7 @@ import effectors as fx  # noqa: E402
 import jaxsim as js  # noqa: E402
 
 
-DATA = Path(__file__).resolve().parent / "data" / "astro_week_heyoka.json"
+DATA = Path(__file__).resolve().parents[2] / "data" / "astro_week_heyoka.json"
 # Dopri8 tolerance: the final position converges to heyoka's as rtol falls (LEO, measured on the
 # 2-core machine: 1e-12 -> 0.17 m, 1e-13 -> 1.6 cm, 1e-14 -> 1.7 mm; transfer 1e-13 -> 0.2 mm).
 RTOL = 1e-13

@@ -30,7 +30,7 @@ import jaxsim as js
 from effectors import vizard
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The format stores IEEE-754 doubles and the writer copies the float64 outputs: equality is exact.
 EXACT = 0.0
 # `simTimeElapsed` is the sample time in ns rounded to the nanosecond (Basilisk's clock resolution).

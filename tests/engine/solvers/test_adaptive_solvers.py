@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from jaxsim._solvers._ode import _ode as S
+from jaxsim._solvers import _ode as S
 
 
 # One step: the unrolled stages sum the same terms as diffrax's stage loop in another order, so y1
@@ -31,7 +31,7 @@ ERR_ABS_TOL = 1e-15
 # Measured: 3.4e-12 for Dopri8 (its error weights cancel most), 1.6e-13 for Tsit5/Dopri5.
 SOLVE_REL_TOL = 1e-11
 # Kepler's equation over one orbit with Dopri8 at rtol 1e-12: ~1e-10 relative position error
-# (tests/test_analytic.py uses the same bound for the Spacecraft model).
+# (tests/engine/model/test_analytic.py uses the same bound for the Spacecraft model).
 KEPLER_REL_TOL = 1e-8
 # Gradient vs central differences: the adaptive step sequence is piecewise constant in the
 # parameters, so finite differences see the frozen-step derivative plus controller switching noise.

@@ -14,10 +14,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxsim._request._commands import EVERY_KEY, check_commands
 
 import effectors as fx
 import jaxsim as js
+from jaxsim._request._commands import EVERY_KEY, check_commands
 
 
 I_HUB = np.diag([10.0, 20.0, 30.0])

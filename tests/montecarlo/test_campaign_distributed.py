@@ -34,7 +34,7 @@ def test_two_processes_equal_one(tmp_path):
     env = {
         **os.environ,
         "JAX_PLATFORMS": "cpu",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
     env.pop("XLA_FLAGS", None)  # one CPU device per process
     port, d = free_port(), tmp_path / "two"

@@ -310,7 +310,7 @@ def test_sharded_equals_unsharded(tmp_path):
         **os.environ,
         "XLA_FLAGS": f"--xla_force_host_platform_device_count={n_dev}",
         "JAX_PLATFORMS": "cpu",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
     cmd = [sys.executable, "-m", "tests._sharding_worker", str(n_dev), str(out)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

@@ -263,7 +263,7 @@ def _impact_time(h, adjoint):
 def test_forward_mode_through_events():
     import diffrax as dfx
 
-    # Reverse mode through the same event is covered by tests/test_events.py.
+    # Reverse mode through the same event is covered by tests/engine/events/test_events.py.
     h = jnp.asarray(7.0)
     fwd = jax.jacfwd(lambda x: _impact_time(x, dfx.ForwardMode()))(h)
     np.testing.assert_allclose(fwd, 1.0 / np.sqrt(2 * G * 7.0), rtol=IMPACT_RTOL)

@@ -37,7 +37,7 @@ EVENT_TIME_TOL = 1e-10
 # Looped vs unrolled stages (sums in another order) at rtol 1e-10, a = 1: a flipped step
 # decision moves a sample by ~rtol; 100 x rtol (measured 2.2e-13, same 29/10 steps).
 LOOP_STATE_TOL = 1e-8
-# Gradient vs central differences (relative step FD_STEP), as in tests/test_adaptive_core.py.
+# Gradient vs central differences (relative step FD_STEP), as in tests/engine/cores/test_adaptive_core.py.
 GRAD_REL_TOL = 1e-6
 FD_STEP = 1e-6
 

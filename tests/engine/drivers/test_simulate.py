@@ -304,9 +304,8 @@ STRAIGHT_LINE_RTOL = 1e-14
 def test_stage_loop_equals_straight_line_stages():
     # The chain-RK stage loop carries the state as one flat vector; it must be the arithmetic of
     # the pytree stage loop and, to round-off, of the straight-line stages (combined spacecraft).
-    from jaxsim._solvers._ode import _chain_step_tree
-
     from effectors.scenarios import combined
+    from jaxsim._solvers._ode import _chain_step_tree
 
     sc, y0, _ = combined()
     # Straight-line stages only for RK2 (compiling four straight-line RHS copies is slow).

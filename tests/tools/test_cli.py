@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHORT = ["--hub-only", "--orbits", "0.01"]  # 60 s of the hub-only `combined` model: a small program
 HEAVY = ("jax", "jaxsim", "effectors", "numpy")  # modules `--help` must not import
 

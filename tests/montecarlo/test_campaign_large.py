@@ -28,7 +28,7 @@ RSS_BOUND = N * 61 * 3 * 8 // 2
 
 @pytest.mark.slow
 def test_large_campaign_summarized_in_bounded_memory(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     d = str(tmp_path / "big")
     cmd = [sys.executable, "-m", "tests._campaign_large_worker"]
     subprocess.run(cmd + ["write", d, str(N)], env=env, check=True, timeout=600)
