@@ -14,7 +14,7 @@ Sections, one per class of the issue (add a case to its section):
 9. hangs and sweeps (refused with an estimate, compiled once);
 10. `jaxsim.optimize` under hostile input (issue 47): NaN-aware violation and outcome, decision
     variables, solver options, `shoot`'s times and solver, `linkage`, `Problem.combined`;
-11. phases: simulate's concrete-time checks;
+11. phases: failed runs have NaN derivatives in reverse mode too; simulate's time checks;
 12. controls: held inputs at a NaN time;
 13. `effectors.astro`: `mu`, leap seconds, traced eccentricities out of range.
 """
@@ -1076,7 +1076,31 @@ def test_running_cost_integrand_of_the_wrong_shape_is_named():
 
 
 # --------------------------------------------------------------------------------------------------
-# 11. phases: simulate's concrete-time checks
+# 11. phases: failed runs have NaN derivatives in both modes; simulate's concrete-time checks
+
+
+def test_failed_phase_jacobian_is_nan_in_reverse_mode():
+    """A phase whose traced duration is negative fails (`invalid_times`): `jacfwd` gave NaN but
+    `jacrev` 0.0 (the NaN states were selected, so no cotangent crossed them)."""
+    from jaxsim.phases import Phase, simulate_phases
+
+    m = _Oscillator()
+
+    def final(d):
+        ps = [Phase(m, 1.0, num_steps=10), Phase(m, d, num_steps=10)]
+        sol = simulate_phases(ps, m.init_state(), throw=False)
+        return jnp.stack([sol.y_final["x"], sol.y_final["v"]]), sol.result
+
+    _, result = jax.jit(final)(-1.0)
+    assert result == js.RESULTS.invalid_times
+    for jac in (jax.jacfwd, jax.jacrev):
+        assert np.all(np.isnan(np.asarray(jac(lambda d: final(d)[0])(-1.0))))
+
+    def x_end(t1):  # the shared mechanism: simulate's own free-time runs
+        sol = js.simulate(m, m.init_state(), t1, num_steps=10, throw=False, outputs=False)
+        return sol.ys["x"][-1]
+
+    assert np.isnan(float(jax.grad(x_end)(-1.0)))
 
 
 def test_simulate_phases_checks_a_concrete_t0():

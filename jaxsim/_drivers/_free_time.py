@@ -242,7 +242,11 @@ def finish(sol, horizon: Horizon, throw: bool):
         def one(x):
             if not jnp.issubdtype(jnp.result_type(x), jnp.inexact):
                 return x
-            return jnp.where(bad, jnp.nan, x)
+            # NaN multiplied in, not selected: a select sends zero cotangents back through the
+            # failed run (reverse mode gave a 0 derivative where forward mode gave NaN), and an
+            # added NaN constant keeps a finite tangent in an eager `jax.grad` (where `bad` is
+            # concrete and `nan_tangents` leaves the solution alone). x * 1.0 is x exactly.
+            return x * jnp.where(bad, jnp.nan, 1.0).astype(jnp.result_type(x))
 
         return jtu.tree_map(one, tree)
 
