@@ -14,6 +14,7 @@ from .._model._dynamic_object import (
 )
 from .._model._validation import _fmt, is_concrete
 from .._solvers._ode import AbstractSolver
+from ._horizon import check_horizon
 
 
 # Relative tolerance for "this time lies on the step grid": well above float64 round-off of
@@ -63,9 +64,11 @@ def _scalar_shape(name: str, value, unit: str) -> None:
 
 
 def check_times(t0, t1, ts, dt, sample_dt) -> None:
-    """`t0`, `t1`, `dt`, `sample_dt` scalars and, with every entry of `ts`, finite (when given
-    and concrete); a fixed-step horizon of more than `MAX_FIXED_STEPS` steps is refused."""
-    for name, value in (("t0", t0), ("t1", t1), ("dt", dt), ("sample_dt", sample_dt)):
+    """`t0`, `t1` (`check_horizon`: the checks `shoot` and `simulate_phases` share), `dt`,
+    `sample_dt` scalars and, with every entry of `ts`, finite (when given and concrete); a
+    fixed-step horizon of more than `MAX_FIXED_STEPS` steps is refused."""
+    check_horizon(t0, t1)
+    for name, value in (("dt", dt), ("sample_dt", sample_dt)):
         _scalar_shape(name, value, "s")
         arr = _scalar(name, value, "s")
         if arr is not None and not np.all(np.isfinite(arr)):
