@@ -4,13 +4,13 @@ Importing this package enables float64 (`jax_enable_x64`): the dynamics are vali
 Basilisk to round-off, which float32 cannot reach. To use float32 anyway, set
 `jax.config.update("jax_enable_x64", False)` after importing jaxsim (tolerances then do not hold).
 
-On the CPU, with the environment variable `JAXSIM_SMALL_LOOPS=1` (opt-in), it also raises XLA's
-small-while-loop hoisting threshold in `XLA_FLAGS` (before JAX creates its backend), so that a
-step loop is compiled as one function: several times faster for small models, for every program
-of the process (why it is not the default: `docs/engine.md`, "Loop speed on the CPU").
-`jaxsim.small_loops()` tells whether it is in effect and documents the rules.
+On the CPU, the programs jaxsim builds (`simulate`, `jaxsim.jit`, batches, `optimize`
+evaluations) compile their step loops as one function each (XLA's small-while-loop hoisting, set
+in those programs' own compile options, never in another program of the process: several times
+faster for small models; `docs/engine.md`, "Loop speed on the CPU"). `jaxsim.small_loops()` tells
+whether it is in effect; `JAXSIM_SMALL_LOOPS=0` switches it off.
 
-It changes no other JAX setting. JAX's persistent compilation cache, with which a restart loads
+It changes no other JAX setting and no environment variable. JAX's persistent compilation cache, with which a restart loads
 jaxsim's compiled programs instead of compiling them again, is opt-in: `jaxsim.enable_cache()`, or
 the environment variable `JAXSIM_CACHE=1` (or a folder path) set before importing jaxsim
 (`jaxsim.enable_cache` documents both).
@@ -21,7 +21,8 @@ import jax
 from ._compilation import _xla_options as _xla_setup
 
 
-_xla_setup.apply()  # XLA's small-loop hoisting, before anything creates JAX's backend
+_xla_setup.configure()  # JAXSIM_SMALL_LOOPS: per-program small-loop hoisting, or off
+_xla_setup.install()  # the hook that gives jaxsim's programs, and only them, the option
 jax.config.update("jax_enable_x64", True)
 
 from ._compilation import _cache

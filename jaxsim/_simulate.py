@@ -27,7 +27,7 @@ from jaxtyping import ArrayLike, Float, PRNGKeyArray, PyTree
 
 from ._compilation._cache import for_jaxsim_programs
 from ._drivers._clocked import simulate_clocked
-from ._drivers._plain import run_plain, warn_replay
+from ._drivers._plain import replay_safe_request, run_plain
 from ._drivers._progress import guarded, reporter
 from ._drivers._sde import simulate_sde
 from ._events._event import Event
@@ -235,7 +235,7 @@ def simulate(
     checks = InProgram(model, y0)
     y0 = checks.guard(y0, throw)
     req = req.replace(y0=y0)
-    warn_replay(req)
+    req = replay_safe_request(req)  # a gradient that replays steps: compiled unhoisted
     rep = start()
     sol = guarded(rep, _DRIVERS[req.kind.driver], req, throw=throw, progress=rep)
     # The one exit: a failed top-level run raises here, on the host, with the message of the

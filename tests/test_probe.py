@@ -308,7 +308,7 @@ def test_fall_through_the_centre_fails():
     assert bool(js.simulate(sc, y1, 2000.0, dt=1.0, throw=False).ok)
 
 
-# With `JAXSIM_SMALL_LOOPS=1` the diffrax case warns that its adjoint replays decisions; the NaN
+# With a small-loop threshold in the user's XLA_FLAGS the diffrax case warns that its adjoint replays decisions; the NaN
 # asked for here does not depend on them.
 @pytest.mark.filterwarnings("ignore::jaxsim.ReplayedDecisionsWarning")
 @pytest.mark.parametrize("solver", [js.Tsit5(), js.Tsit5().to_diffrax()], ids=["core", "diffrax"])

@@ -37,7 +37,7 @@ def test_counter_on_a_small_spacecraft_and_loop_bodies():
     import jaxsim as js
 
     if js.small_loops().effective:
-        # opted in (JAXSIM_SMALL_LOOPS=1): XLA compiles this small loop as one function (docs/engine.md, "Loop
+        # jaxsim's options (the default): XLA compiles this small loop as one function (docs/engine.md, "Loop
         # speed on the CPU"): one `call` runs at kernel level and no `while` (the loop-invariant
         # part of the body stays outside it, as kernels).
         assert looped["other"].get("call") == 1 and "while" not in looped["other"]

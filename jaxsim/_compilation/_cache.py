@@ -2,8 +2,7 @@
 
 A fresh process compiles every program again. JAX's persistent compilation cache keeps compiled
 programs on disk, so that a restart loads them instead; jaxsim does not turn it on by itself
-(`import jaxsim` changes no JAX setting but `jax_enable_x64` and XLA's small-loop threshold,
-`jaxsim.small_loops()`). Turn it on with
+(`import jaxsim` changes no JAX setting but `jax_enable_x64`). Turn it on with
 
 - `jaxsim.enable_cache()` (or `jaxsim.enable_cache(path)`), or
 - the environment variable `JAXSIM_CACHE`, read when jaxsim is imported: `1` (also `true`,

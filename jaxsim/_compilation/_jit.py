@@ -12,13 +12,19 @@ On the CPU, jaxsim compiles with
   per-call cost is far above the work: 128 to 1024 dispersed `combined` members ran at 5.2 to
   10.9 us per member-step with them and 1.8 to 1.9 us without (64 members: 2.5 us either way;
   single runs and gradients unchanged).
+- XLA's small-while-loop hoisting at 1 MB per loop iteration (`jaxsim._compilation._xla_options`: the entry
+  `MARKER`, which jaxsim's hook on JAX turns into XLA's per-program option): each step loop
+  compiled as one function, 3-5x faster for small models. `JAXSIM_SMALL_LOOPS=0` leaves it out.
+  A program that differentiates adaptive steps in diffrax's loop with a checkpointing adjoint is
+  compiled without it (`replay_safe`).
 
 The options apply to top-level calls of `simulate`, `run_batch` and the functions wrapped by
 `jaxsim.jit`, never to other JAX code in the process; on other backends nothing changes. Inside a
 user's `jax.jit`/`vmap`/`grad`, the outermost transformation decides how everything is compiled
 (inside a `jit`, jaxsim's entry points are traced into that program directly, not as nested
 `jit`s, which traced `DiscreteAdjoint`'s step loop twice in a gradient). Set the environment variable
-`JAXSIM_XLA_DEFAULTS=1` (before the first compile) to use XLA's defaults. An option the installed
+`JAXSIM_XLA_DEFAULTS=1` (before the first compile) to use XLA's defaults (all three off;
+`JAXSIM_SMALL_LOOPS=0` switches off the hoisting alone). An option the installed
 jaxlib no longer knows (each is checked once, on a trivial program) is left out with a warning.
 
 **Compiles.** A top-level call compiles once per shape of its array arguments and per value of
@@ -65,39 +71,32 @@ CPU_COMPILER_OPTIONS = {
 }
 
 
-# XLA's CPU backend compiles a while loop whose one iteration accesses fewer bytes than
-# `xla_cpu_small_while_loop_byte_threshold` (named in `XLA_FLAGS`; XLA's default 1 kB) as one
-# function; from this threshold on, jaxsim's step loops count as compiled whole (`loops_hoisted`).
-_HOISTED_LOOP_BYTES = 65536
-
-
 def loops_hoisted() -> bool:
-    """Whether XLA compiles jaxsim's step loops as one function each in this process: the CPU
-    backend with `XLA_FLAGS` naming a small-while-loop threshold of at least 64 kB (what
-    `import jaxsim` sets with `JAXSIM_SMALL_LOOPS=1`, opt-in; `jaxsim.small_loops()`). Read from the
-    environment (no compile); a loop then costs about as much as its stages written out, so
-    programs may loop where they would otherwise unroll."""
-    threshold = _xla_setup.named_threshold(os.environ.get("XLA_FLAGS", ""))
-    return (
-        threshold is not None
-        and threshold >= _HOISTED_LOOP_BYTES
-        and jax.default_backend() == "cpu"
-    )
+    """Whether XLA compiles the step loops of the program being traced as one function each
+    (`jaxsim._compilation._xla_options.program_hoisted`): a program jaxsim builds with small-loop hoisting (its
+    compile options carry the per-program option, `compiler_options`), or any program where the
+    user's `XLA_FLAGS` name a threshold of at least 64 kB. Read at trace time (no compile); a loop
+    then costs about as much as its stages written out, so programs may loop where they would
+    otherwise unroll."""
+    return _xla_setup.program_hoisted()
 
 
 class ReplayedDecisionsWarning(UserWarning):
-    """Given by `simulate` when it is differentiated in reverse mode through adaptive steps in
-    diffrax's loop (a diffrax solver, or any adaptive pair on the clocked driver: clocks, events,
-    discontinuities, `dtmax`), with a checkpointing adjoint (diffrax's `RecursiveCheckpointAdjoint`, its
-    default, or `DirectAdjoint`), while XLA compiles small loops as one function
-    (`JAXSIM_SMALL_LOOPS=1`, `jaxsim.small_loops()`).
+    """Deprecated: jaxsim no longer hoists a program that would replay adaptive decisions.
+
+    Given by `simulate` only where the user's own `XLA_FLAGS` name XLA's small-while-loop
+    threshold (`xla_cpu_small_while_loop_byte_threshold`, 64 kB or more: every program of the
+    process compiled with hoisting, which jaxsim cannot undo) and a run is differentiated through
+    adaptive steps in diffrax's loop (a diffrax solver, or any adaptive pair on the clocked
+    driver: clocks, events, discontinuities, `dtmax`; free-time runs there) with a checkpointing
+    adjoint (diffrax's `RecursiveCheckpointAdjoint`, its default, or `DirectAdjoint`).
 
     Such an adjoint recomputes the steps in the backward pass and decides them again (accept or
     reject, breakpoints); compiled differently, the recomputation can round differently, decide
-    differently, and give a wrong gradient. jaxsim's own adaptive pairs on plain runs
-    (`js.Dopri8()` rather than `js.Dopri8().to_diffrax()`) record their steps and are not
-    affected. The engine guide, "Loop
-    speed on the CPU", has the measurements."""
+    differently, and give a wrong gradient. jaxsim's own programs are hoisted one at a time
+    (`jaxsim.small_loops()`), and a program holding such a gradient is compiled without hoisting
+    (`replay_safe`), so with jaxsim's default settings this warning is never given. The engine
+    guide, "Loop speed on the CPU", has the measurements."""
 
 
 # Tracer classes of JAX's forward and reverse differentiation (matched by name: JAX keeps them
@@ -118,10 +117,11 @@ def _differentiated(tree) -> bool:
     return False
 
 
-def warn_if_replayed(adjoint, *inputs) -> None:
-    """Warn (`ReplayedDecisionsWarning`) when an adaptive run in diffrax's loop is differentiated
-    with a checkpointing adjoint (`None`, diffrax's `RecursiveCheckpointAdjoint` or
-    `DirectAdjoint`) while small-loop hoisting is on (`loops_hoisted`).
+def replay_safe(adjoint, y0, *inputs):
+    """`y0`, marked so that the program being traced is compiled without small-loop hoisting when
+    an adaptive run in diffrax's loop is differentiated (`jax.grad`/`vjp`/`jvp`, found at trace
+    time from JAX's differentiation tracers in `y0` and `inputs`) with a checkpointing adjoint
+    (`None`, diffrax's `RecursiveCheckpointAdjoint` or `DirectAdjoint`); else `y0` as it is.
 
     Those adjoints recompute the forward steps in the backward pass, step-size controller
     included, and assume that the recomputation repeats the forward pass bit for bit. XLA does
@@ -131,37 +131,49 @@ def warn_if_replayed(adjoint, *inputs) -> None:
     other way, and the gradient is silently wrong. Measured: the 50-parameter J2-day gradient
     (`benchmarks/bench_lean.py`) through `Dopri8().to_diffrax()` is 69-121 % off with hoisting on
     and right to 1e-12 with it off, with the step times fixed (`diffrax.StepTo`), or with XLA
-    limited to AVX (no FMA). jaxsim's own adaptive core records every accepted step's times, so
-    its backward pass never re-decides a step and is unaffected.
+    limited to AVX (no FMA). The mark (`jaxsim._compilation._xla_options.unhoisted`, an identity that lowers to
+    nothing) keeps the whole program unhoisted. jaxsim's own adaptive core records every accepted
+    step's times, so its backward pass never re-decides a step and needs no mark.
+
+    Where the user's `XLA_FLAGS` hoist every program of the process, jaxsim cannot undo it and
+    warns (`ReplayedDecisionsWarning`).
     """
-    if not loops_hoisted():
-        return
     import diffrax as dfx
 
     if adjoint is not None and not isinstance(
         adjoint, dfx.RecursiveCheckpointAdjoint | dfx.DirectAdjoint
     ):
-        return
-    if _differentiated(inputs):
+        return y0
+    if not _differentiated((y0, *inputs)):
+        return y0
+    if _xla_setup.process_hoisted():
         warnings.warn(
-            "jaxsim: a gradient through adaptive steps in diffrax's loop while XLA small-loop "
-            "hoisting is on (JAXSIM_SMALL_LOOPS=1): the backward pass recomputes the steps and "
-            "their accept/reject decisions, and a recomputation that rounds differently can "
-            "decide differently (a wrong gradient). On plain runs use a jaxsim adaptive solver "
-            "(e.g. `js.Dopri8()`, not `.to_diffrax()`), whose adjoint records the steps; or "
-            "leave JAXSIM_SMALL_LOOPS unset.",
+            "jaxsim: a gradient through adaptive steps in diffrax's loop while your XLA_FLAGS set "
+            "XLA's small-loop hoisting (xla_cpu_small_while_loop_byte_threshold) for every "
+            "program: the backward pass recomputes the steps and their accept/reject decisions, "
+            "and a recomputation that rounds differently can decide differently (a wrong "
+            "gradient). Use a jaxsim adaptive solver on plain runs (e.g. `js.Dopri8()`, not "
+            "`.to_diffrax()`), whose adjoint records the steps, or remove the option from "
+            "XLA_FLAGS: jaxsim hoists its own programs without it.",
             ReplayedDecisionsWarning,
             stacklevel=4,
         )
+    return _xla_setup.unhoisted(y0)
 
 
 def compiler_options() -> dict:
-    """The compile options jaxsim uses on the current default backend (empty: XLA's defaults)."""
+    """The compile options jaxsim uses on the current default backend (empty: XLA's defaults).
+
+    On the CPU: XLA's classic emitters, no YNNPACK fusions (module docstring), and the entry
+    `jaxsim._compilation._xla_options.MARKER` that compiles the program's small loops as one function each
+    (`jaxsim.small_loops()`; jaxsim's hook on JAX turns it into XLA's per-program option). Given to
+    a `jax.jit` of your own, the entry hoists that program's loops too; `jaxsim.jit` also traces
+    jaxsim's step loops in the form that suits hoisting, so prefer it."""
     if os.environ.get("JAXSIM_XLA_DEFAULTS", "0") not in ("", "0"):
         return {}
     if jax.default_backend() != "cpu":
         return {}
-    return dict(_cpu_options_supported())
+    return {**dict(_cpu_options_supported()), **_xla_setup.marker_options()}
 
 
 @functools.cache
@@ -233,7 +245,9 @@ class _Jit:
         if not options:
             return self._default
         if self._tuned is None:
-            self._tuned = eqx.filter_jit(self.__wrapped__, compiler_options=options)
+            self._tuned = eqx.filter_jit(
+                program(self.__wrapped__, options), compiler_options=options
+            )
         return self._tuned
 
     def __call__(self, *args, **kwargs):
@@ -276,6 +290,12 @@ class _Jit:
         if instance is None:
             return self
         return functools.partial(self, instance)
+
+
+def program(fun, options: dict):
+    """`fun` to give to `jax.jit(..., compiler_options=options)`: traced as a hoisted program
+    (`loops_hoisted`) where `options` hoist its loops (`jaxsim._compilation._xla_options.MARKER`)."""
+    return _xla_setup.traced_as(fun, True) if _xla_setup.MARKER in options else fun
 
 
 def _numpy_as_jax(x):

@@ -8,7 +8,7 @@ states at the sample times and at the boundaries of sub-blocks of about 20 steps
 stacked inputs stay small buffers on the CPU runtime; `_checkpoint_levels`), and recomputes one
 sub-block, then one step, at a time. An interval of more than 1024 sub-blocks groups them into
 blocks of about sqrt(count), so memory grows as sqrt(steps), at the price of one more forward
-pass. With XLA's loops compiled whole (`jaxsim._compilation._jit.loops_hoisted`, opt-in on the
+pass. With XLA's loops compiled whole (`jaxsim._compilation._jit.loops_hoisted`, jaxsim's programs on the
 CPU) and a step that keeps only its stages' inputs (RK2, RK4), the steps are not rematerialized
 again, and a run whose stage inputs fit in `STORE_BYTES` is not checkpointed at all.
 """
@@ -299,7 +299,7 @@ def chunked_drift(model, args):
     the loop bodies still run their kernels in sequence. Forward values are unchanged (the slices
     are exact). With arrays of mixed dtypes, or fewer than two, `model.drift` is used as is.
 
-    When XLA compiles the loops whole (`jaxsim._compilation._jit.loops_hoisted`, opt-in on the CPU)
+    When XLA compiles the loops whole (`jaxsim._compilation._jit.loops_hoisted`, jaxsim's programs on the CPU)
     neither buffer sizes nor carried leaves cost kernels, while the slices' transposes (a padded
     chunk-sized cotangent per array, summed) cost arithmetic: `model.drift` is used as is there
     (combined spacecraft, RK4, 6,000 steps: gradient 5.8 -> 5.1x the forward run; forward run

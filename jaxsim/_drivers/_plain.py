@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
-from .._compilation._jit import jit as jaxsim_jit, warn_if_replayed
+from .._compilation._jit import jit as jaxsim_jit, replay_safe
 from .._cores import _adaptive as _adaptive_core
 from .._cores._adaptive import DEFAULT_GAINS
 from .._cores._diffrax import DiffraxSegments, _stages, pid_controller
@@ -174,13 +174,16 @@ def run_plain(req, *, throw: bool, progress=None):
     return _free_time.finish(sol, req.horizon, throw) if req.free else sol
 
 
-def warn_replay(req) -> None:
-    """`ReplayedDecisionsWarning` where the route runs an adaptive plain or clocked request in
-    diffrax's loop (`jaxsim._compilation._jit.warn_if_replayed`)."""
+def replay_safe_request(req):
+    """`req`, its `y0` marked so that the program is compiled without small-loop hoisting where
+    the route runs an adaptive plain or clocked request in diffrax's loop and it is differentiated
+    with a checkpointing adjoint (`jaxsim._compilation._jit.replay_safe`)."""
     kind = req.kind
     if kind.adaptive and kind.core == "diffrax" and kind.driver != "sde":
         if req.free:
             h = req.horizon
-            warn_if_replayed(req.adjoint, req.model, req.y0, req.args, h.t0, h.t1, h.ts)
+            y0 = replay_safe(req.adjoint, req.y0, req.model, req.args, h.t0, h.t1, h.ts)
         else:
-            warn_if_replayed(req.adjoint, req.model, req.y0, req.args, req.t0, req.t1)
+            y0 = replay_safe(req.adjoint, req.y0, req.model, req.args, req.t0, req.t1)
+        return req.replace(y0=y0)
+    return req

@@ -25,7 +25,7 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import PRNGKeyArray, PyTree
 
-from .._compilation._jit import compiler_options
+from .._compilation._jit import compiler_options, program
 from .._drivers._progress import Bar
 from ._records import (
     _SEP,
@@ -199,8 +199,8 @@ def _compile(fn, sharding):
         schema["schema"] = tuple(infos)
         return _normalize(params, []), out, _result_code(results), _finite(out)
 
-    batched = jax.vmap(member)
     options = compiler_options()
+    batched = program(jax.vmap(member), options)  # traced as hoisted where compiled so
     if sharding is None:
         return jax.jit(batched, compiler_options=options), schema
     jitted = jax.jit(

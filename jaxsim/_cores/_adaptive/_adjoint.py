@@ -32,7 +32,7 @@ def _staged_step_vjp(pair, unrolled: bool) -> bool:
     """Whether `DiscreteAdjoint`'s backward pass takes one step's VJP stage by stage
     (`_staged_backward`: a loop over the stages, one drift VJP each) rather than `jax.vjp` of the
     step with its stages written out: for looped stages (`unrolled=False`), and for unrolled ones
-    when XLA compiles loops whole (`jaxsim._compilation._jit.loops_hoisted`, opt-in on the CPU);
+    when XLA compiles loops whole (`jaxsim._compilation._jit.loops_hoisted`: jaxsim's programs);
     never when the pair's dense output takes extra stages (`Verner9`: `jax.vjp` of the step takes
     them with it, the staged loop has only the step's own).
 

@@ -51,7 +51,7 @@ class DiscreteAdjoint(eqx.Module):
     (a small program, the drift's VJP compiled once; about half the time of the alternative on a
     large model such as the `combined` spacecraft) for looped stages (`unrolled=False`, the default
     of `Tsit5` and `Dopri5`), and for unrolled ones (`Dopri8`'s default) when XLA compiles loops as
-    one function (`jaxsim.small_loops()`, opt-in: `JAXSIM_SMALL_LOOPS=1`). Otherwise, and for
+    one function (`jaxsim.small_loops()`: jaxsim's programs, by default). Otherwise, and for
     derivatives w.r.t. `t0` or `t1`, it is `jax.vjp` of the written-out step (fastest for a cheap
     drift when each loop iteration is a sequence of runtime calls).
 
@@ -66,7 +66,7 @@ class DiscreteAdjoint(eqx.Module):
     keeps `max_steps / K` states within `RECORD_BYTES` (16 MiB); the K - 1 steps between two
     recorded states are recomputed from the recorded times in the backward pass, in the loop of
     the backward steps (the step's forward part shared: no second copy of the step in the
-    gradient program). Where loops are not hoisted (`jaxsim.small_loops()`, opt-in) every state
+    gradient program). Where loops are not hoisted (a program jaxsim did not build) every state
     is recorded while `max_steps` of them fit in `RECORD_BYTES` (there the recomputing loop's
     per-step bookkeeping costs more than filling the buffers).
 

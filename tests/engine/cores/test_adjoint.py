@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import jaxsim as js
+from jaxsim._compilation import _xla_options
 from jaxsim._cores import _adaptive as core
 
 
@@ -449,14 +450,23 @@ def test_recomputed_blocks_under_vmap_with_different_step_counts():
             )  # fmt: skip
 
 
-def test_record_memory():
+@pytest.mark.parametrize("hoisted", [True, False])
+def test_record_memory(hoisted):
     """The states recorded: every one of the first `_DENSE_BYTES` (all of them within the budget
     where loops are not hoisted), every K-th within the budget; the buffers filled per call grow
-    with `max_steps` by the times and those K-th states only."""
+    with `max_steps` by the times and those K-th states only. Decided per program: as traced for a
+    hoisted program (jaxsim's) and for an unhoisted one (the user's own `jax.jit`)."""
+    if not hoisted and _xla_options.process_hoisted():
+        pytest.skip("XLA_FLAGS hoist every program here")
+    with _xla_options.building(hoisted):
+        _check_record_memory(hoisted)
+
+
+def _check_record_memory(hoisted):
     y0 = jnp.zeros(6)  # the J2 orbit's state
     state = y0.size * 8
     chunk = core._chunk_size(y0, False)
-    hoisted = core.loops_hoisted()
+    assert _xla_options.program_hoisted() is hoisted
     for max_steps, budget in [(4096, core.RECORD_BYTES), (4096 * 64, core.RECORD_BYTES),
                               (10**7, core.RECORD_BYTES), (10**5, 2**16)]:  # fmt: skip
         every = core._record_every(max_steps, y0, False, budget)

@@ -7,7 +7,7 @@ point-mass gravity, gravity gradient, external torque; the MRP switch in the ste
 at 0.1 s, sampled every 6.7 s: two intervals of 67 steps, which the checkpointed driver cuts into
 four sub-blocks of 17 steps, the last padded with a masked step
 (`jaxsim._cores._fixed_grid._checkpoint_levels`); the batched case samples the start and end only. With
-XLA's loops compiled whole (JAXSIM_SMALL_LOOPS=1) a run this short stores every step's stage inputs
+XLA's loops compiled whole (jaxsim's programs, by default) a run this short stores every step's stage inputs
 instead (`jaxsim._cores._fixed_grid.STORE_BYTES`); the blocked path is checked with that budget set to 0,
 and the step-rematerializing path of runs without hoisting with `loops_hoisted` patched off. The
 differentiated scalar weighs every state component at every sample, so the samples' cotangents
@@ -103,7 +103,7 @@ def _gradient_with(**patches):
 
 def _temp_bytes(checkpoint=True, **patches):
     grad = jax.grad(lambda p: _scalar(p, checkpoint=checkpoint))
-    compiled = _with(patches, lambda: jax.jit(grad).lower(PARAMS).compile())
+    compiled = _with(patches, lambda: js.jit(grad).lower(PARAMS).compile().compiled)
     return compiled.memory_analysis().temp_size_in_bytes
 
 
@@ -121,7 +121,7 @@ def test_checkpointed_gradient_equals_plain(reverse, patches):
 
 
 @pytest.mark.slow  # three gradient programs compiled
-@pytest.mark.skipif(not _fixed_grid.loops_hoisted(), reason="the budget applies to hoisted loops")
+@pytest.mark.skipif(not js.small_loops().effective, reason="the budget applies to hoisted loops")
 def test_store_budget_chooses_memory():
     """Within `STORE_BYTES` every stage input is stored (about as `checkpoint=False`); past it the
     run is checkpointed in blocks and its reverse-mode temporaries shrink."""

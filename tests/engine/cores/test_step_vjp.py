@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import jaxsim as js
-from jaxsim._compilation import _jit as _compile
+from jaxsim._compilation import _jit as _compile, _xla_options
 from jaxsim._cores import _adaptive as core
 
 
@@ -95,6 +95,9 @@ def test_looped_stages_always_staged(monkeypatch):
 def test_loops_hoisted_reads_the_threshold_from_xla_flags(monkeypatch, flags, expected):
     monkeypatch.setenv("XLA_FLAGS", flags)
     assert _compile.loops_hoisted() is (expected and jax.default_backend() == "cpu")
+    # A program jaxsim builds with hoisting (its compile options carry the option) is hoisted.
+    with _xla_options.building(True):
+        assert _compile.loops_hoisted()
 
 
 def test_ulps_below_t1_in_one_custom_jvp():

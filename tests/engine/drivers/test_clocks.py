@@ -99,7 +99,7 @@ def test_signal_limits_and_validation():
         w.breakpoints()
 
 
-# With `JAXSIM_SMALL_LOOPS=1` this gradient through diffrax's loop warns that its adjoint replays
+# With a small-loop threshold in the user's XLA_FLAGS this gradient through diffrax's loop warns that its adjoint replays
 # the step decisions; the test checks it against exact values and central differences anyway.
 @pytest.mark.filterwarnings("ignore::jaxsim.ReplayedDecisionsWarning")
 def test_traced_burn_start_gradient():

@@ -107,7 +107,7 @@ def test_traced_horizon_traces_once_under_jit(kw):
 DIFFRAX = {"solver": js.Tsit5().to_diffrax(), "rtol": 1e-12, "atol": 1e-12}
 
 
-# With `JAXSIM_SMALL_LOOPS=1` this gradient through diffrax's loop warns that its adjoint replays
+# With a small-loop threshold in the user's XLA_FLAGS this gradient through diffrax's loop warns that its adjoint replays
 # the step decisions; the test checks it against exact values and central differences anyway.
 @pytest.mark.filterwarnings("ignore::jaxsim.ReplayedDecisionsWarning")
 @pytest.mark.parametrize("kw", [FIXED, ADAPTIVE, DIFFRAX], ids=["RK4", "Tsit5", "diffrax-Tsit5"])
