@@ -33,6 +33,7 @@ from ._drivers._sde import simulate_sde
 from ._events._event import Event
 from ._model._clocks import AbstractDiscreteModel
 from ._model._dynamic_object import AbstractDynamicObject
+from ._model._spans import checked as spans_checked
 from ._request._build import DEFAULT_GAINS, build_request
 from ._request._vocabulary import controller_gains, from_diffrax
 from ._result._host_checks import on_host, raise_if_failed
@@ -232,12 +233,14 @@ def simulate(
     throw = bool(throw) and not host
     # Traced physical checks (`jaxsim._result._validity`): an error in the program with `throw`, else
     # `RESULTS.invalid_model`; every driver's Solution goes through `checks.finish`.
-    checks = InProgram(model, y0)
+    checks = InProgram(model, y0, t0, t1)
     y0 = checks.guard(y0, throw)
     req = req.replace(y0=y0)
     req = replay_safe_request(req)  # a gradient that replays steps: compiled unhoisted
     rep = start()
-    sol = guarded(rep, _DRIVERS[req.kind.driver], req, throw=throw, progress=rep)
+    # Time spans (an ephemeris' records) were checked at the call: the programs skip theirs.
+    with spans_checked():
+        sol = guarded(rep, _DRIVERS[req.kind.driver], req, throw=throw, progress=rep)
     # The one exit: a failed top-level run raises here, on the host, with the message of the
     # path's in-program check (`jaxsim._result._host_checks`); otherwise (under a user's trace, or
     # `throw=False`) `checks.finish` reports the traced physical checks (`jaxsim._result._validity`).

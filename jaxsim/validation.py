@@ -3,9 +3,15 @@
 Every check raises `ValueError` in the package's form
 ``"<Class>: `<arg>` <expected> [unit]; got <value>."``, naming the class, the argument, its unit and
 the offending value; value checks run only on concrete arrays (tracers pass the shape checks only).
+
+`spans_checked()` tells a model input that covers a limited time span (it declares
+`time_span_checks(t0, t1)`, `jaxsim._model._spans`) whether the program being traced is one of
+`simulate`'s, whose run times were checked against the span before the run: the input then needs
+no run-time check (a host callback, which keeps the program out of JAX's persistent cache).
 """
 
 from ._model._arguments import match_tree as match_tree
+from ._model._spans import spans_checked as spans_checked
 from ._model._validation import (
     as_array as as_array,
     check_inertia as check_inertia,
@@ -32,4 +38,5 @@ __all__ = [
     "fail",
     "is_concrete",
     "match_tree",
+    "spans_checked",
 ]

@@ -32,6 +32,7 @@ from .._model._dynamic_object import (
     AbstractDynamicObject,
     structure_key,
 )
+from .._model._spans import check_time_spans
 from .._route import SolverKind, route, solver_kind
 from ._clocked import _check_clocked, check_entries
 from ._commands import (
@@ -189,6 +190,7 @@ def build_request(
     y0 = check_y0(model, y0, skey)
     check_physical(model, y0)
     check_times(t0, t1, ts, dt, sample_dt)
+    check_time_spans(model, t0, t1)  # an ephemeris' records (`jaxsim._model._spans`)
     check_clock_ticks(clocks, t0, t1)
     check_solver(solver)
     type(model).check_solver(model, solver, dt)  # no bound-method module (see `simulate`)

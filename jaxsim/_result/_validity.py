@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from .._model._arguments import _validity
+from .._model._spans import span_checks
 from .._model._validation import is_concrete
 from ._codes import RESULTS
 
@@ -50,14 +51,23 @@ class InProgram:
     """The traced physical checks of one run: `guard` (before the driver, `throw=True`) and
     `finish` (after it, on its `Solution`)."""
 
-    def __init__(self, model, y0):
+    def __init__(self, model, y0, t0=None, t1=None):
         # Nothing traced (a top-level call): the checks were made at the call, skip them here.
-        leaves = jax.tree_util.tree_leaves((model, y0))
+        leaves = jax.tree_util.tree_leaves((model, y0, t0, t1))
         if all(is_concrete(x) for x in leaves):
             self.names = ()
             return
         traced = {k: v for k, v in _checks(model, y0).items() if not is_concrete(v)}
+        messages = [invalid_message(n) for n in traced]
+        # Time spans of the model's inputs (`jaxsim._model._spans`: an ephemeris' records) over the
+        # run's times, where traced (concrete ones were refused at the call).
+        if t0 is not None:
+            for i, (ok, message) in enumerate(span_checks(model, t0, t1)):
+                if not is_concrete(ok):
+                    traced[f"time span {i}"] = ok
+                    messages.append(message.replace("simulate: ", "simulate: invalid_model: ", 1))
         self.names = tuple(traced)
+        self.messages = messages
         if traced:
             flags = jnp.stack([jnp.all(jnp.asarray(v)) for v in traced.values()])
             self.valid = jnp.all(flags)
@@ -67,9 +77,7 @@ class InProgram:
         """`y0`, raising in the program (message naming the first failing check) when invalid."""
         if not (throw and self.names):
             return y0
-        return eqx.branched_error_if(
-            y0, ~self.valid, self.first, [invalid_message(n) for n in self.names]
-        )
+        return eqx.branched_error_if(y0, ~self.valid, self.first, self.messages)
 
     def finish(self, sol):
         """`sol` with `invalid_model` where the checks fail (states and outputs NaN there) and
