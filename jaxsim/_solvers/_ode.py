@@ -231,6 +231,51 @@ class RK4(AbstractFixedStepSolver):
     order = 4
 
 
+# Stages written out or looped (`unrolled=None`, the default of `Dopri8` and `Verner9`): a drift of
+# at most this many jaxpr equations (counted at trace time, loop bodies once: `drift_equations`)
+# has its stages written out, a larger one looped (the drift traced and compiled once, not once
+# per stage). Measured (`benchmarks/results/stage_rule.md`, LEO 6 h at 1e-10, Dopri8): point
+# models of 21 and 124 equations step 2.3-3.2x faster written out (their compiles take seconds
+# either way); every `Spacecraft` drift has 377 (a point-mass Earth) to 2793 (the environment
+# guide's "all of it") and compiles 2.6-5.3x faster looped, and runs from 2.4x slower (377) to
+# 2.2x faster (third bodies from DE421) looped: about even from 600 up.
+UNROLL_MAX_EQUATIONS = 300
+
+
+def _sub_jaxprs(value):
+    if isinstance(value, jax.extend.core.ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, jax.extend.core.Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _sub_jaxprs(v)
+
+
+def count_equations(jaxpr) -> int:
+    """Equations of a jaxpr, those of its sub-jaxprs (loop bodies, branches, calls) included."""
+    n = 0
+    for eqn in jaxpr.eqns:
+        n += 1
+        for value in eqn.params.values():
+            for sub in _sub_jaxprs(value):
+                n += count_equations(sub)
+    return n
+
+
+def drift_equations(f, *args) -> int:
+    """The size of `f(*args)`'s program: its jaxpr's equations (`count_equations`), traced once
+    (`args` may be tracers; nothing is computed)."""
+    return count_equations(jax.make_jaxpr(f)(*args).jaxpr)
+
+
+def stages_unrolled(unrolled, f, *args) -> bool:
+    """`unrolled` as given, or for None the rule of `UNROLL_MAX_EQUATIONS` on `f(*args)`."""
+    if unrolled is not None:
+        return bool(unrolled)
+    return drift_equations(f, *args) <= UNROLL_MAX_EQUATIONS
+
+
 class AbstractAdaptiveSolver(AbstractSolver):
     """An embedded Runge-Kutta pair driven by an error-controlled step size.
 
@@ -247,9 +292,11 @@ class AbstractAdaptiveSolver(AbstractSolver):
     mass, Dopri8 steps are 3-5x and Tsit5 steps 1.3-1.6x cheaper than with diffrax's stage loop; the
     gain shrinks as the vector field's own cost grows, and compilation takes longer since the
     vector field is traced and compiled once per stage). `unrolled=False`: diffrax's own solver
-    (same tableau, same dense output). Defaults, from those measurements: unrolled for `Dopri8`
-    (1.35x per step even on the full spacecraft), diffrax's loop for `Tsit5` and `Dopri5` (on the
-    full spacecraft no faster per step, 2x longer to compile).
+    (same tableau, same dense output). Defaults, from those measurements: diffrax's loop for
+    `Tsit5` and `Dopri5` (on the full spacecraft no faster per step, 2x longer to compile);
+    `unrolled=None` for `Dopri8` and `Verner9`: on jaxsim's core, written out for a drift of at
+    most `UNROLL_MAX_EQUATIONS` jaxpr equations (point models), looped for a larger one (every
+    `Spacecraft`: 2.6-5.3x faster compiles; issue 41), on diffrax's loop written out.
 
 
     **A pair of your own** is a subclass with three class attributes: `tableau`, an explicit
@@ -298,7 +345,8 @@ class AbstractAdaptiveSolver(AbstractSolver):
         )
 
     def to_diffrax(self) -> dfx.AbstractSolver:
-        return self._unrolled_cls() if self.unrolled else self._diffrax_cls()
+        # `unrolled=None` (chosen from the drift on jaxsim's core): written out on diffrax's loop.
+        return self._diffrax_cls() if self.unrolled is False else self._unrolled_cls()
 
 
 def _tableau_coeffs(tab: dfx.ButcherTableau):
@@ -512,8 +560,12 @@ class Dopri5(AbstractAdaptiveSolver):
 
 
 class Dopri8(AbstractAdaptiveSolver):
-    """Prince-Dormand 8(7) (`diffrax.Dopri8`'s scheme; stages unrolled unless `unrolled=False`)."""
+    """Prince-Dormand 8(7) (`diffrax.Dopri8`'s scheme). `unrolled=None` (default): on jaxsim's
+    adaptive core the stages are written out for a small drift and looped for a large one
+    (`UNROLL_MAX_EQUATIONS`, counted at trace time); on diffrax's loop (clocks, events) written
+    out. `True`/`False` force one form."""
 
+    unrolled: bool | None = eqx.field(static=True, default=None)
     _unrolled_cls = UnrolledDopri8
     _diffrax_cls = dfx.Dopri8
 
@@ -526,9 +578,10 @@ class Verner9(AbstractAdaptiveSolver):
     `Dopri8`'s 760 (101 rejected), in less time (`docs/engine.md`).
 
     `to_diffrax()` always gives the unrolled pair (`UnrolledVerner9`): diffrax's own stage loop
-    would not compute the interpolant's stages.
+    would not compute the interpolant's stages. `unrolled=None` (default): as `Dopri8`'s.
     """
 
+    unrolled: bool | None = eqx.field(static=True, default=None)
     _unrolled_cls = UnrolledVerner9
     _diffrax_cls = UnrolledVerner9
 

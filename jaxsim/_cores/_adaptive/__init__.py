@@ -43,10 +43,13 @@ one for Verner9, whose 4 extra stages are evaluated only in a step that holds a 
 inside the step that contains each sample; samples do not cut steps. Events and clocks stay on
 diffrax (`jaxsim._drivers._clocked`).
 
-**Stages.** `unrolled=True` on the solver (default for `Dopri8`) writes the stages out at trace
+**Stages.** `unrolled=True` on the solver writes the stages out at trace
 time (the drift traced once per stage: the fastest step for small drifts); `unrolled=False`
 evaluates them in a `lax.fori_loop` over the tableau's rows (the drift traced once: small
-programs, fast compiles).
+programs, fast compiles); `unrolled=None` (the default of `Dopri8` and `Verner9`) chooses from
+the drift's size at trace time (`jaxsim._solvers._ode.UNROLL_MAX_EQUATIONS`), and so does the
+discrete adjoint's step VJP (`_staged_step_vjp`: looped stages take one drift VJP per stage in a
+loop).
 
 **Differentiation.** Reverse mode (`jax.grad`, `jax.jacrev`) by default is the discrete adjoint
 of the accepted steps (`DiscreteAdjoint`, `integrate_adjoint`: a `jax.custom_vjp` around the

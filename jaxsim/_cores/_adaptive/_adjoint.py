@@ -7,6 +7,7 @@ import numpy as np
 
 from ..._compilation._jit import loops_hoisted
 from ..._result._codes import RESULTS
+from ..._solvers._ode import stages_unrolled
 from ._loop import integrate
 from ._record import RECORD_BYTES, _dense_steps, _record_every
 from ._stages import _combine, _dense_a, _stage_time, _stages_unrolled, dense_stages, step_looped
@@ -106,7 +107,8 @@ def integrate_adjoint(
     `jax.custom_vjp`)."""
     pair, max_steps = kw["pair"], kw["max_steps"]
     endpoints_only = kw.get("endpoints_only", False)
-    unrolled = kw.get("unrolled", True)
+    unrolled = stages_unrolled(kw.get("unrolled", True), lambda t, v: f(theta, t, v), t0, y0)
+    kw["unrolled"] = unrolled
     budget = RECORD_BYTES if record_bytes is None else record_bytes
     tdtype = jnp.result_type(float)
     # The step map's counters and the progress reporter (its token) are inputs of the

@@ -10,7 +10,7 @@ from ..._model._dynamic_object import AbstractDynamicObject, System
 from ..._model._layout import StateLayout
 from ..._result._codes import RESULTS
 from ..._result._solution import finish, make_stats, zeros_counts
-from ..._solvers._ode import AbstractAdaptiveSolver
+from ..._solvers._ode import AbstractAdaptiveSolver, stages_unrolled
 from ._adjoint import integrate_adjoint
 from ._controller import DEFAULT_GAINS
 from ._loop import integrate
@@ -69,7 +69,8 @@ def run(
     common = dict(
         pair=pair, dt0=dt0, max_steps=max_steps, jump_ts=jump_ts,
         counts0=zeros_counts(model, y0), endpoints_only=endpoints_only,
-        unrolled=solver.unrolled, progress=progress, gains=gains,
+        unrolled=stages_unrolled(solver.unrolled, f, jnp.asarray(t0, float), pack(y0)),
+        progress=progress, gains=gains,
     )  # fmt: skip
     if loop in ("sensitivity", "adjoint"):
         # The model's and args' arrays are the inputs the derivatives may be taken to.

@@ -9,6 +9,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from ..._result._codes import RESULTS
+from ..._solvers._ode import stages_unrolled
 from ._controller import (
     _END_ULPS,
     _PROGRESS_EVERY,
@@ -95,6 +96,7 @@ def integrate(
     n_ts = ts.shape[0]
     t0 = jnp.asarray(t0, tdtype)
     t1 = jnp.asarray(t1, tdtype)
+    unrolled = stages_unrolled(unrolled, f, t0, jnp.asarray(y0))
     step = step_unrolled if unrolled else step_looped
     # Without a step map (None: the identity) the state never jumps between steps, so without
     # breakpoints the first stage of a step is always the last one's (no per-step cond).
