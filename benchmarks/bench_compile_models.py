@@ -352,6 +352,8 @@ def to_markdown(data: dict) -> str:
         f"Targets (issue 41, quiet machine, cache off): the `target` column; with the cache, the "
         f"second process's first call <= {TARGET_RESTART_S:g} s.",
     ]
+    if data.get("notes"):
+        lines += ["", data["notes"] + "."]
     return "\n".join(lines) + "\n"
 
 
