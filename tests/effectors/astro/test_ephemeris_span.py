@@ -14,7 +14,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from tests.test_cache import fresh_env, python
+from tests.engine.compilation.test_cache import fresh_env, python
 
 
 pytest.importorskip("de421")
@@ -89,7 +89,7 @@ class H(logging.Handler):
 for name in ("jax._src.compiler", "jax._src.compilation_cache"):
     logging.getLogger(name).addHandler(H()); logging.getLogger(name).setLevel(logging.DEBUG)
 import jaxsim as js
-from tests.test_ephemeris_span import HOUR, _model
+from tests.effectors.astro.test_ephemeris_span import HOUR, _model
 sc, y0, _ = _model()
 jax.block_until_ready(js.simulate(sc, y0, HOUR, dt=60.0, sample_dt=600.0).ys)
 mine = [m for m in log if "_run_fixed" in m]
@@ -103,7 +103,7 @@ def test_a_program_with_third_bodies_from_de421_is_written_to_the_cache(tmp_path
     """Two fresh processes with `JAXSIM_CACHE=<folder>`: the first writes the program of a run
     with `ThirdBodyGravity` from DE421, the second reads it (before issue 41 the ephemeris' span
     check was a host callback in the program, and JAX wrote nothing)."""
-    from tests.test_cache import ROOT
+    from tests.engine.compilation.test_cache import ROOT
 
     env = fresh_env(tmp_path, JAXSIM_CACHE=str(tmp_path / "cache"))
     code = _LANDS.format(root=str(ROOT))

@@ -13,7 +13,7 @@ import numpy as np
 import effectors as fx
 import jaxsim as js
 from jaxsim._solvers._ode import UNROLL_MAX_EQUATIONS, count_equations, drift_equations
-from tests.test_adaptive_core import MU, Kepler
+from tests.engine.cores.test_adaptive_core import MU, Kepler
 
 
 R0 = 7.0e6  # [m]
