@@ -6,8 +6,10 @@ programs on disk, so that a restart loads them instead; jaxsim does not turn it 
 
 - `jaxsim.enable_cache()` (or `jaxsim.enable_cache(path)`), or
 - the environment variable `JAXSIM_CACHE`, read when jaxsim is imported: `1` (also `true`,
-  `yes`, `on`) for the default folder, or a folder path; unset, empty or `0` (`false`, `no`,
-  `off`) leaves the cache off.
+  `yes`, `on`, `enable(d)`, any case) for the default folder, or a folder path (it has a `/`,
+  or starts with `~` or `.`); unset, empty or `0` (`false`, `no`, `off`, `disable(d)`) leaves the
+  cache off. Another word (e.g. `JAXSIM_CACHE=enbled`) is refused by name with a warning and
+  leaves the cache off (write `./enbled` for a folder of that name).
 
 The default folder is the user's cache directory (`$XDG_CACHE_HOME/jaxsim` or `~/.cache/jaxsim`
 on Linux, `~/Library/Caches/jaxsim` on macOS, `%LOCALAPPDATA%/jaxsim` on Windows), one subfolder
@@ -37,8 +39,8 @@ from pathlib import Path
 import jax
 
 
-_ON = ("1", "true", "yes", "on")
-_OFF = ("", "0", "false", "no", "off")
+_ON = ("1", "true", "yes", "on", "y", "t", "enable", "enabled")
+_OFF = ("", "0", "false", "no", "off", "n", "f", "disable", "disabled", "none")
 
 # The folder `enable_cache` turned on (None: off), and whether it set JAX's cache folder itself.
 _state = {"dir": None, "set_xla": False}
@@ -129,11 +131,24 @@ def from_environment() -> Path | None:
     value = os.environ.get("JAXSIM_CACHE", "").strip()
     if value.lower() in _OFF:
         return None
+    if value.lower() not in _ON and not _looks_like_path(value):
+        warnings.warn(
+            f"JAXSIM_CACHE={value!r} is neither a true/false word (on: {', '.join(_ON)}; off: "
+            f"{', '.join(repr(w) for w in _OFF)}) nor a folder path (a path has a '/' or starts "
+            f"with '~' or '.': write './{value}' for a folder of that name); the cache stays off.",
+            RuntimeWarning,
+            2,
+        )
+        return None
     try:
         return enable_cache(None if value.lower() in _ON else value)
     except OSError as err:
         warnings.warn(f"{err} (JAXSIM_CACHE={value!r}); the cache stays off.", RuntimeWarning, 2)
         return None
+
+
+def _looks_like_path(value: str) -> bool:
+    return value.startswith(("~", ".")) or "/" in value or os.sep in value
 
 
 @contextlib.contextmanager

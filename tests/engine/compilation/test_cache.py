@@ -137,6 +137,46 @@ def test_cache_variable_with_a_path(tmp_path):
     assert got["after"]["jax_compilation_cache_dir"] == str(tmp_path / "mine")
 
 
+def settings_in(tmp_path, **env):
+    """`settings` in a process whose working folder is `tmp_path` (where a value taken for a
+    relative folder would be created), importing this checkout's jaxsim."""
+    env = fresh_env(tmp_path, PYTHONPATH=str(ROOT), **env)
+    code = _SETTINGS.format(names=NAMES, action="")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env, cwd=tmp_path)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("value", ["enabled", "Enable", "YES", "y"])
+def test_cache_variable_true_words_turn_on_the_default_folder(tmp_path, value):
+    got = settings_in(tmp_path, JAXSIM_CACHE=value)
+    assert got["dir"] == str(tmp_path / "xdg" / "jaxsim" / f"jax-{jax.__version__}")
+    assert not (tmp_path / value).exists()
+
+
+@pytest.mark.parametrize("value", ["disabled", "Disable", "N"])
+def test_cache_variable_false_words_leave_it_off(tmp_path, value):
+    got = settings_in(tmp_path, JAXSIM_CACHE=value)
+    assert got["dir"] is None and got["warnings"] == []
+    assert not (tmp_path / value).exists()
+
+
+def test_cache_variable_unknown_word_is_refused_by_name(tmp_path):
+    """`JAXSIM_CACHE=enbled` (a typo) was taken as a folder and created `./enbled`: now a
+    warning naming the value and the accepted words; no folder; the import succeeds."""
+    got = settings_in(tmp_path, JAXSIM_CACHE="enbled")
+    assert got["dir"] is None and got["after"]["jax_compilation_cache_dir"] is None
+    assert len(got["warnings"]) == 1
+    assert "JAXSIM_CACHE='enbled' is neither a true/false word" in got["warnings"][0]
+    assert "./enbled" in got["warnings"][0]
+    assert not (tmp_path / "enbled").exists()
+
+
+def test_cache_variable_with_a_relative_path(tmp_path):
+    got = settings_in(tmp_path, JAXSIM_CACHE="./mine")
+    assert got["dir"] == "mine" and (tmp_path / "mine").is_dir()
+
+
 def test_enable_and_disable_in_a_running_process(tmp_path):
     action = f"js.enable_cache({str(tmp_path / 'run')!r}); mid = now(); js.disable_cache()"
     got = settings(tmp_path, action=action)
