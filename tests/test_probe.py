@@ -522,6 +522,34 @@ def test_deleted_chunk_file_is_named_before_loading(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("reader", ["open_campaign", "load_campaign", "summarize_campaign"])
+def test_chunk_files_swapped_are_named_by_every_reader(tmp_path, reader):
+    """Chunk files 0 and 1 of an output swapped on disk (valid Zarr, each other's values):
+    `open_campaign` served them with every member marked ok; now every reader verifies the
+    committed chunks by the same function and names the damaged file."""
+    pytest.importorskip("zarr")
+    pytest.importorskip("xarray")
+    import jax.random as jr
+
+    from jaxsim import montecarlo as mc
+    from tests._sharding_worker import DISPERSIONS, DT, OSC, SAMPLE_DT, T1
+
+    def member(p):
+        model = eqx.tree_at(lambda m: m.a, OSC, p["a"])
+        return js.simulate(model, model.init_state(), T1, dt=DT, sample_dt=SAMPLE_DT, throw=False)
+
+    d = tmp_path / "c"
+    mc.run_campaign(member, DISPERSIONS, d, key=jr.key(5), n=4, chunk_size=2, load=False)
+    base = d / "campaign.zarr" / "outputs.outputs.x" / "c"
+    first, second = base / "0", base / "1"
+    first.rename(base / "swap")
+    second.rename(first)
+    (base / "swap").rename(second)
+    with pytest.raises(ValueError, match=f"{reader}: chunk 0 \\(members 0..1\\) of campaign .* "
+                       "is damaged: .*outputs.outputs.x/c/0.*: checksum mismatch"):  # fmt: skip
+        getattr(mc, reader)(d)
+
+
 def test_campaign_counts_invalid_members_by_cause(tmp_path):
     """A campaign over a Normal hub mass: the members drawn with mass <= 0 are failed on disk
     with the cause `invalid_model` (`failure_counts`), and `summarize_campaign` leaves them out."""

@@ -366,10 +366,15 @@ def _committed(directory: Path, manifest: dict, where: str) -> dict[int, dict]:
     return out
 
 
-def _check_committed(root, directory: Path, manifest: dict, records: dict, where: str) -> None:
-    """Every committed chunk's data match its record's checksums, else a `ValueError` naming the
-    damaged file (a deleted Zarr chunk file reads as its fill value: NaN rows that would load as
-    members marked `ok`); `run_campaign` on the same directory recomputes it."""
+def _verified(root, directory: Path, manifest: dict, where: str) -> dict[int, dict]:
+    """The committed chunks that every campaign reader serves (`load_campaign`, `open_campaign`,
+    `summarize_campaign`, `campaign_failures`, `plot_campaign`): `{k: record}`, each chunk's data
+    checked against its record's checksums, one chunk in memory at a time. A damaged chunk (a
+    flipped byte, data of another chunk swapped in, a deleted Zarr chunk file that would read as
+    its fill value: NaN rows marked `ok`) raises a `ValueError` naming the file; `run_campaign`
+    on the same directory recomputes it. Unreadable or foreign records are left out with a
+    `CampaignWarning` (`_committed`)."""
+    records = _committed(directory, manifest, where)
     identity = _identity(manifest)
     n, size = int(manifest["n"]), int(manifest["chunk_size"])
     names = sorted(root.array_keys())
@@ -381,6 +386,7 @@ def _check_committed(root, directory: Path, manifest: dict, records: dict, where
                 f"{where}: chunk {k} (members {lo}..{hi - 1}) of campaign {str(directory)!r} is "
                 f"damaged: {why}; run `run_campaign` on the same directory to recompute it."
             )
+    return records
 
 
 def _ranges(chunks, size: int, n: int) -> list[tuple[int, int]]:
@@ -430,13 +436,14 @@ def load_campaign(directory: str | os.PathLike) -> BatchResult:
     where = "load_campaign"
     directory, manifest = _manifest_of(directory, where)
     n, size = int(manifest["n"]), int(manifest["chunk_size"])
-    records = _committed(directory, manifest, where)
-    if not records:
+    if not _records(directory):
         return _empty(n)
     root = _open_store(where, directory, None, n)
     if root is None:
         raise ValueError(f"{where}: {directory / _STORE} is missing or unreadable.")
-    _check_committed(root, directory, manifest, records, where)
+    records = _verified(root, directory, manifest, where)
+    if not records:
+        return _empty(n)
     ranges = _ranges(sorted(records), size, n)
     flat = {}
     for name in sorted(root.array_keys()):
@@ -478,6 +485,10 @@ def open_campaign(directory: str | os.PathLike) -> Any:
     the members of committed chunks: the others have not been computed (their values are the
     fill values: NaN, 0).
 
+    Opening verifies every committed chunk against its record's checksums, as `load_campaign`
+    and `summarize_campaign` do (one chunk in memory at a time): a damaged chunk, or data of
+    another chunk swapped in, raises a `ValueError` naming the file.
+
     !!! example
 
         ```python
@@ -496,8 +507,11 @@ def open_campaign(directory: str | os.PathLike) -> Any:
             "(xarray, zarr)."
         ) from None
     n, size = int(manifest["n"]), int(manifest["chunk_size"])
+    root = _open_store(where, directory, None, n)
+    if root is None:
+        raise ValueError(f"{where}: {directory / _STORE} is missing or unreadable.")
     committed = np.zeros(n, bool)
-    for lo, hi in _ranges(sorted(_committed(directory, manifest, where)), size, n):
+    for lo, hi in _ranges(sorted(_verified(root, directory, manifest, where)), size, n):
         committed[lo:hi] = True
     ds = xr.open_zarr(
         str(directory / _STORE), consolidated=False, mask_and_scale=False, zarr_format=3

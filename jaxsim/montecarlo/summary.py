@@ -17,11 +17,11 @@ from ._records import (
     summarize as summarize,
 )
 from ._store import (
-    _check_committed,
     _committed,
     _manifest_of,
     _open_store,
     _ranges,
+    _verified,
 )
 
 
@@ -50,8 +50,7 @@ def _campaign(directory, where: str):
     root = _open_store(where, directory, None, n)
     if root is None:
         raise ValueError(f"{where}: the store of campaign {str(directory)!r} is missing.")
-    records = _committed(directory, manifest, where)
-    _check_committed(root, directory, manifest, records, where)
+    records = _verified(root, directory, manifest, where)
     ranges = _ranges(sorted(records), size, n)
     ok = np.concatenate([root["ok"][lo:hi] for lo, hi in ranges] or [np.zeros(0, bool)])
     return manifest, root, ranges, ok
