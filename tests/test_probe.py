@@ -16,8 +16,12 @@ Sections, one per class of the issue (add a case to its section):
     variables, solver options, `shoot`'s times and solver, `linkage`, `Problem.combined`;
 11. phases: failed runs have NaN derivatives in reverse mode too; simulate's time checks;
 12. controls: held inputs at a NaN time;
-13. `effectors.astro`: `mu`, leap seconds, traced eccentricities out of range.
+13. `effectors.astro`: `mu`, leap seconds, traced eccentricities out of range;
+14. setups and the CLI (issue 47): one list of declarative classes on load and save, bools,
+   nesting depth, `max_steps` beyond int64.
 """
+
+import re
 
 import diffrax as dfx
 import equinox as eqx
@@ -1231,3 +1235,82 @@ def test_traced_out_of_range_eccentricity_gives_nan(fn, e):
     assert np.isnan(float(out))
     with pytest.raises(ValueError, match=f"{fn}: `e` must"):
         f(0.3, e)
+
+
+# --------------------------------------------------------------------------------------------------
+# 14. Setups and the CLI (issue 47): the loader admits what the saver writes, nothing else
+
+
+_HUB = {"type": "effectors.Hub", "mass": 1.0, "IHubPntBc_B": np.eye(3).tolist()}
+_MJCF = "<mujoco><worldbody><body><freejoint/><geom size='0.1'/></body></worldbody></mujoco>"
+
+
+def _load(tmp_path, data):
+    import json
+
+    path = tmp_path / "setup.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return fx.load_setup(path)
+
+
+def test_setup_naming_a_mujoco_scene_is_refused_on_load_as_on_save(tmp_path):
+    """A hand-edited setup naming `effectors.MuJoCoScene` was built on load (MuJoCo opened and
+    parsed whatever file `mjcf` named) though `save_setup` refused it; now one list of
+    declarative classes decides both, with the same reason."""
+    pytest.importorskip("mujoco")
+    reason = "a MuJoCo model: `mjcf` is a file path or XML text that MuJoCo reads"
+    model = {"type": "effectors.MuJoCoScene", "mjcf": _MJCF}
+    with pytest.raises(ValueError, match="`model.type` 'effectors.MuJoCoScene' is not declarative"):
+        _load(tmp_path, {"model": model, "simulate": {"t1": 1.0}})
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        _load(tmp_path, {"model": model, "simulate": {"t1": 1.0}})
+    with pytest.raises(TypeError, match=re.escape(f"MuJoCoScene cannot be saved: {reason}")):
+        fx.save_setup(tmp_path / "m.json", fx.MuJoCoScene(_MJCF), t1=1.0)
+
+
+def test_every_class_refused_on_save_is_refused_on_load(tmp_path):
+    from effectors._setup_files import _NOT_DECLARATIVE
+
+    for name, reason in _NOT_DECLARATIVE.items():
+        module = "effectors" if hasattr(fx, name) else "jaxsim"
+        with pytest.raises(ValueError, match=re.escape(f"is not declarative ({reason})")):
+            _load(tmp_path, {"model": {"type": f"{module}.{name}"}, "simulate": {"t1": 1.0}})
+
+
+@pytest.mark.parametrize("value", ["false", 0, None])
+def test_setup_string_for_a_bool_is_refused_by_name(tmp_path, value):
+    """`"central": "false"` was taken as truthy (a central body); now refused naming the key."""
+    earth = {"type": "effectors.PointMassGravity", "mu": 1.0, "central": value}
+    model = {"type": "effectors.Spacecraft", "hub": _HUB, "gravity": [earth]}
+    with pytest.raises(ValueError, match=re.escape(
+            "`model.gravity[0].central` (PointMassGravity.central) must be true or false; got "
+            f"{value!r}")):  # fmt: skip
+        _load(tmp_path, {"model": model, "simulate": {"t1": 1.0}})
+
+
+def test_setup_nested_too_deeply_is_refused_with_the_limit(tmp_path):
+    """Deep nesting escaped as a RecursionError (from the JSON parser, or from the builder)."""
+    from effectors._setup_files import MAX_DEPTH
+
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(ValueError, match=f"nested too deeply to parse; .* at most {MAX_DEPTH}"):
+        _load(tmp_path, '{"model": ' + deep + "}")
+    name: list = []
+    for _ in range(600):  # parsed by json, too deep for the builder
+        name = [name]
+    model = {"type": "effectors.Spacecraft", "hub": _HUB, "name": name}
+    with pytest.raises(ValueError, match=re.escape(
+            "`model.name[0][0]") + f".* is nested deeper than {MAX_DEPTH} levels"):  # fmt: skip
+        _load(tmp_path, {"model": model, "simulate": {"t1": 1.0}})
+
+
+def test_setup_huge_max_steps_is_refused_naming_it(tmp_path):
+    """`max_steps: 1e30` (an int) gave an OverflowError naming an argument `y`."""
+    with pytest.raises(ValueError, match=re.escape(
+            "`simulate.max_steps` must be an integer in [1, 2**63 - 1] (an int64 in the "
+            "program); got 1e+30")):  # fmt: skip
+        _load(tmp_path, {"model": _HUB, "simulate": {"t1": 1.0, "max_steps": 10**30}})
+    sc = _rigid_sc()
+    with pytest.raises(ValueError, match=re.escape("`max_steps` must be an int in [1, 2**63 - 1]")):
+        js.simulate(sc, sc.init_state(), 1.0, solver=js.Tsit5(), rtol=1e-6, atol=1e-6,
+                    max_steps=10**30)  # fmt: skip

@@ -31,6 +31,7 @@ model), user-defined classes, and keys of `simulate` that take functions (`progr
 `root_finder`, `adjoint`).
 """
 
+import collections.abc
 import dataclasses
 import datetime as _dt
 import importlib
@@ -38,6 +39,7 @@ import inspect
 import json
 import os
 import tomllib
+import typing
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -88,6 +90,11 @@ _TOP = {
     "description": "a string",
 }
 _WHERE = "setup"
+# Nesting levels a setup may have (a spacecraft with bodies attached to panels needs about 10):
+# deeper is refused by name, before Python's recursion limit.
+MAX_DEPTH = 64
+# Integer settings held as int64 in the program: `{key: (lowest, highest)}`.
+_INT_RANGE = {"max_steps": (1, 2**63 - 1), "max_events": (0, 2**63 - 1)}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -95,11 +102,74 @@ _WHERE = "setup"
 # ----------------------------------------------------------------------------------------------
 
 
+# The public classes of `_MODULES` that a setup never holds, with the reason: saving and loading
+# consult this one list (`_declarative_class`), so a hand-edited file cannot name what
+# `save_setup` refuses (a MuJoCo scene would make the loader open and parse any file it names).
+_NOT_DECLARATIVE = {
+    "MuJoCoScene": "a MuJoCo model: `mjcf` is a file path or XML text that MuJoCo reads",
+    "OnTimeFSW": "its `request` is a Python function",
+    "DiscreteModel": "its `update` is a Python function",
+    "Event": "its `cond` and `reset` are Python functions (events are not held by setups)",
+    "StepMappedSolver": "its `step_map` is a Python function",
+    **{
+        name: "it is a result, not part of a setup"
+        for name in ("Solution", "HybridSolution", "EventLog")
+    },
+    **{
+        name: "it is an intermediate value of a step, not part of a setup"
+        for name in (
+            "BackSub",
+            "Contribution",
+            "EnergyMomentum",
+            "ForceTorque",
+            "HubContext",
+            "JointContribution",
+            "JointRows",
+            "MassContext",
+            "MassProps",
+            "TankProps",
+        )
+    },  # fmt: skip
+}
+
+
+def _declarative_class(module: str, name: str, where: str):
+    """The class `module.name` if a setup may hold it, else a ValueError naming `where`: a public
+    concrete `equinox.Module` of `_MODULES` that is not in `_NOT_DECLARATIVE`. The one rule of
+    `save_setup` (through `describe`) and `load_setup` (through `build`)."""
+    type_name = f"{module}.{name}"
+    if module not in _MODULES or name.startswith("_"):
+        raise ValueError(
+            f"{_WHERE}: `{where}` must name a public class of {', '.join(_MODULES)}; got "
+            f"{type_name!r}."
+        )
+    if name in _NOT_DECLARATIVE:
+        raise ValueError(
+            f"{_WHERE}: `{where}` {type_name!r} is not declarative ({_NOT_DECLARATIVE[name]}); a "
+            "setup file cannot hold it (build it in code)."
+        )
+    cls = getattr(importlib.import_module(module), name, None)
+    if (
+        not isinstance(cls, type)
+        or not issubclass(cls, eqx.Module)
+        or inspect.isabstract(cls)
+        or name.startswith("Abstract")
+    ):
+        raise ValueError(f"{_WHERE}: `{where}` {type_name!r} is not a concrete class of {module}.")
+    return cls
+
+
 def _type_name(obj) -> str:
     cls = type(obj)
     for module in _MODULES:
         mod = importlib.import_module(module)
         if getattr(mod, cls.__name__, None) is cls:
+            try:
+                _declarative_class(module, cls.__name__, "type")
+            except ValueError as err:
+                raise TypeError(
+                    f"{_WHERE}: {cls.__name__} cannot be saved: {_NOT_DECLARATIVE.get(cls.__name__, err)}."
+                ) from None
             return f"{module}.{cls.__name__}"
     raise TypeError(
         f"{_WHERE}: {cls.__module__}.{cls.__name__} is not a public class of "
@@ -117,16 +187,12 @@ _ADAPTERS = {
     "SpinningBodies": {"attached": _attached_pairs},
     "ThrusterStateEffector": {"commands": lambda obj: obj.commands_schedule},
 }
-# Constructor arguments that are not recoverable from the object (refused when not default).
-_UNSUPPORTED = {"MuJoCoScene": "a MuJoCo model (`mjcf`) is not declarative"}
 
 
 def _arguments(obj) -> dict:
     """The constructor arguments of `obj`, read back from its fields."""
     cls = type(obj)
     name = cls.__name__
-    if name in _UNSUPPORTED:
-        raise TypeError(f"{_WHERE}: {name} cannot be saved: {_UNSUPPORTED[name]}.")
     params = inspect.signature(cls.__init__).parameters
     adapters = _ADAPTERS.get(name, {})
     args = {}
@@ -185,17 +251,27 @@ def _resolve(type_name, where: str):
             f"{', '.join(_MODULES)}); got {type_name!r}."
         )
     module, _, name = type_name.rpartition(".")
-    if module not in _MODULES or name.startswith("_"):
+    return _declarative_class(module, name, f"{where}.type")
+
+
+def _check_bool(cls, pname: str, p, value, where: str) -> None:
+    """A constructor argument annotated `bool` (or `bool | Sequence[bool]`) takes JSON
+    `true`/`false` (or a list of them): a string such as "false" would be truthy."""
+    ann = p.annotation
+    if ann is bool:
+        kinds = (bool,)
+    elif set(typing.get_args(ann)) == {bool, collections.abc.Sequence[bool]}:
+        kinds = (bool, list)
+    else:
+        return
+    ok = isinstance(value, bool) or (
+        list in kinds and isinstance(value, list) and all(isinstance(v, bool) for v in value)
+    )
+    if not ok:
+        expected = "true or false" + (" (or a list of them)" if list in kinds else "")
         raise ValueError(
-            f"{_WHERE}: `{where}.type` must name a public class of {', '.join(_MODULES)}; got "
-            f"{type_name!r}."
+            f"{_WHERE}: `{where}` ({cls.__name__}.{pname}) must be {expected}; got {value!r:.60}."
         )
-    cls = getattr(importlib.import_module(module), name, None)
-    if not isinstance(cls, type) or not issubclass(cls, eqx.Module) or inspect.isabstract(cls):
-        raise ValueError(
-            f"{_WHERE}: `{where}.type` {type_name!r} is not a concrete class of {module}."
-        )
-    return cls
 
 
 def _is_numeric_list(value) -> bool:
@@ -207,8 +283,30 @@ def _is_numeric_list(value) -> bool:
     )
 
 
+def _check_depth(value, where: str) -> None:
+    """Refuse a value nested deeper than `MAX_DEPTH` levels, naming where (iterative: a deep
+    value does not reach Python's recursion limit here)."""
+    stack = [(value, where, 0)]
+    while stack:
+        v, at, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValueError(
+                f"{_WHERE}: `{at:.120}...` is nested deeper than {MAX_DEPTH} levels (objects and "
+                "lists in objects and lists); a setup is at most that deep."
+            )
+        if isinstance(v, dict):
+            stack.extend((x, f"{at}.{k}" if at else str(k), depth + 1) for k, x in v.items())
+        elif isinstance(v, list | tuple):
+            stack.extend((x, f"{at}[{i}]", depth + 1) for i, x in enumerate(v))
+
+
 def build(value: Any, where: str = "model") -> Any:
     """Objects from a declarative value (see `describe`); `where` names it in errors."""
+    _check_depth(value, where)
+    return _build(value, where)
+
+
+def _build(value: Any, where: str) -> Any:
     if isinstance(value, dict) and "type" in value:
         cls = _resolve(value["type"], where)
         params = inspect.signature(cls.__init__).parameters
@@ -222,7 +320,8 @@ def build(value: Any, where: str = "model") -> Any:
                     f"{_WHERE}: `{where}.{key}` is not an argument of {cls.__name__}; expected "
                     f"one of {allowed}."
                 )
-            kwargs[key] = build(v, f"{where}.{key}")
+            _check_bool(cls, key, params[key], v, f"{where}.{key}")
+            kwargs[key] = _build(v, f"{where}.{key}")
         try:
             return cls(**kwargs)
         except (TypeError, ValueError) as err:
@@ -230,14 +329,14 @@ def build(value: Any, where: str = "model") -> Any:
                 f"{_WHERE}: `{where}` ({cls.__name__}) could not be built: {err}"
             ) from err
     if isinstance(value, dict):
-        return {k: build(v, f"{where}.{k}") for k, v in value.items()}
+        return {k: _build(v, f"{where}.{k}") for k, v in value.items()}
     if _is_numeric_list(value):
         try:
             return np.asarray(value, dtype=float if _has_float(value) else int)
         except ValueError:  # ragged: a list of lists
-            return [build(v, f"{where}[{i}]") for i, v in enumerate(value)]
+            return [_build(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, list):
-        return [build(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_build(v, f"{where}[{i}]") for i, v in enumerate(value)]
     return value
 
 
@@ -307,6 +406,7 @@ def validate(data) -> None:
     """Raise a ValueError naming the first key of a setup description with a wrong type."""
     if not isinstance(data, dict):
         raise ValueError(f"{_WHERE}: a setup must be an object; got {type(data).__name__}.")
+    _check_depth(data, "")
     for key in data:
         if key not in _TOP:
             raise ValueError(
@@ -332,6 +432,12 @@ def validate(data) -> None:
             )
         expected, types = _SETTINGS[key]
         _check_type(f"simulate.{key}", value, expected, types)
+        if key in _INT_RANGE and not _INT_RANGE[key][0] <= value <= _INT_RANGE[key][1]:
+            lo, hi = _INT_RANGE[key]
+            raise ValueError(
+                f"{_WHERE}: `simulate.{key}` must be an integer in [{lo}, 2**63 - 1] (an int64 "
+                f"in the program); got {value:.3g}."
+            )
     if "t1" not in settings and "ts" not in settings:
         raise ValueError(f"{_WHERE}: `simulate.t1` (a number [s]) or `simulate.ts` is required.")
     if "epoch" in data:
@@ -448,6 +554,11 @@ def load_setup(path: str | os.PathLike[str]) -> Setup:
     except (ValueError, tomllib.TOMLDecodeError) as err:
         raise ValueError(
             f"load_setup: {str(path)!r} is not valid {path.suffix[1:] or 'JSON'}: {err}."
+        ) from None
+    except RecursionError:
+        raise ValueError(
+            f"load_setup: {str(path)!r} is nested too deeply to parse; a setup is nested at most "
+            f"{MAX_DEPTH} levels (objects and lists in objects and lists)."
         ) from None
     return from_description(data)
 

@@ -171,12 +171,15 @@ def check_max_steps(max_steps) -> int:
             f"simulate: `max_steps` must be an int >= 1 (the step budget of each adaptive or "
             f"segment solve); got {type(max_steps).__name__} {_short(max_steps)}."
         )
-    if int(max_steps) < 1:
+    if not 1 <= int(max_steps) <= _INT64_MAX:
         raise ValueError(
-            f"simulate: `max_steps` must be an int >= 1 (the step budget of each adaptive or "
-            f"segment solve); got {int(max_steps)}."
+            f"simulate: `max_steps` must be an int in [1, 2**63 - 1] (the step budget of each "
+            f"adaptive or segment solve, an int64 in the program); got {int(max_steps)}."
         )
     return int(max_steps)
+
+
+_INT64_MAX = 2**63 - 1
 
 
 def check_budget(t0, t1, step, what: str, max_steps: int, segments: int) -> None:

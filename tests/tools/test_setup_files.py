@@ -18,6 +18,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
+from effectors._setup_files import _NOT_DECLARATIVE
 
 
 MU = 3.986004415e14  # [m^3/s^2]
@@ -173,13 +174,9 @@ def _spacecraft():
 
 
 # Classes of `effectors/__init__.py` that are not effectors (contracts, context and
-# contribution records built by the spacecraft at run time) or are not declarative.
-_NOT_SAVED = {
-    "BackSub", "Contribution", "EnergyMomentum", "ForceTorque", "HubContext", "MassContext",
-    "MassProps", "JointContribution", "JointRows", "TankProps",
-    "MuJoCoScene",  # a MuJoCo model file: refused by name
-    "OnTimeFSW",  # its `request` is a Python function: not declarative
-}  # fmt: skip
+# contribution records built by the spacecraft at run time) or are not declarative: the one list
+# that `save_setup` and `load_setup` consult.
+_NOT_SAVED = set(_NOT_DECLARATIVE)
 
 
 def _public_classes():
