@@ -21,6 +21,9 @@ def demo_parser() -> argparse.ArgumentParser:
     """The arguments of `jaxsim-demo` and `python -m effectors.demo` (one definition for both)."""
     parser = argparse.ArgumentParser(prog="jaxsim-demo", description=DEMO_DESCRIPTION)
     parser.add_argument("--out", default="jaxsim_demo.png", help="PNG file to write")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --out file (default: refuse)"
+    )
     parser.add_argument("--orbits", type=float, default=1.0, help="number of orbits (5830 s each)")
     parser.add_argument("--hub-only", action="store_true", help="leave out wheels and panels")
     parser.add_argument("--no-plot", action="store_true", help="print the run, write no figure")

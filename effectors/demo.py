@@ -8,6 +8,7 @@ parses before JAX is imported.
 """
 
 import argparse
+import sys
 import time
 
 import jax
@@ -86,7 +87,17 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo for parsed arguments (`_jaxsim_cli.demo_parser`); returns the exit status 0.
     Without matplotlib the figure is skipped with a note naming the `plot` extra."""
     plot = not args.no_plot
+    overwrite = bool(getattr(args, "overwrite", False))
     if plot:
+        from pathlib import Path
+
+        from jaxsim.results import refuse_existing
+
+        try:
+            refuse_existing(Path(args.out), overwrite, "jaxsim-demo", "--overwrite")
+        except FileExistsError as err:
+            print(err, file=sys.stderr)
+            return 2
         try:
             import matplotlib
         except ImportError:
@@ -141,7 +152,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     matplotlib.use("Agg")
     fig = demo_figure(sol)
-    fig.savefig(args.out, dpi=110)
+    from jaxsim.results import replace_safely
+
+    with replace_safely(
+        args.out, overwrite=overwrite, where="jaxsim-demo", flag="--overwrite"
+    ) as tmp:
+        fig.savefig(tmp, dpi=110)
     print(f"wrote {args.out}")
     return 0
 

@@ -74,6 +74,7 @@ import numpy as np
 from jaxtyping import ArrayLike, Float
 
 import jaxsim as js
+from jaxsim.results import refuse_existing, replace_safely
 from jaxsim.signals import evaluate
 
 from ._actuators._reaction_wheels import ReactionWheels
@@ -439,12 +440,14 @@ def write_vizard(
     panel_size: Float[ArrayLike, "*p 3"] | None = None,
     show_wheels: bool = True,
     model_key: str = "",
+    overwrite: bool = False,
 ) -> pathlib.Path:
     r"""Write a run as a Vizard binary file: one `VizMessage` per saved sample (see the module docs).
 
     **Arguments:**
 
-    - `path`: the file to write (replaced if it exists); Vizard's file dialog looks for `.bin`.
+    - `path`: the file to write; Vizard's file dialog looks for `.bin`. Written under a temporary
+      name and moved into place when complete (a failed write leaves an earlier file as it was).
     - `sol`: the `Solution` of `jaxsim.simulate(model, ...)` with its outputs (the default
       `outputs=True`): hub `r_BN_N`, `v_BN_N`, `sigma_BN`; wheels `Omega`, `u_s`; panels `r_SN_N`,
       `v_SN_N`, `sigma_SN`. Samples after `sol.t_final` (a terminal event) are left out.
@@ -463,12 +466,15 @@ def write_vizard(
     - `show_wheels`: switch on Vizard's reaction-wheel panel and HUD for spacecraft with wheels.
     - `model_key`: Vizard model of the hub(s): `""` (default `bskSat`), `"6USat"`, `"3USat"`, or a
       key of Vizard's model dictionary.
+    - `overwrite`: replace an existing file at `path` (default: refused with a `FileExistsError`
+      before anything is computed).
 
     **Returns:** the path written, as a `pathlib.Path`.
 
     Raises `TypeError` for a model that is not a spacecraft, `ValueError` for a solution without
     the outputs above, without samples, with non-finite values in a written sample or batched
-    without `member`, `OSError` when `path` cannot be written, `ImportError` without protobuf.
+    without `member`, `OSError` when `path` cannot be written (`FileExistsError` when it exists
+    and `overwrite` is False), `ImportError` without protobuf.
 
     !!! example
         ```python
@@ -476,6 +482,7 @@ def write_vizard(
         fx.write_vizard("slew.bin", sol, sc, epoch=datetime.datetime(2026, 3, 20, 12))
         ```
     """
+    refuse_existing(pathlib.Path(os.fspath(path)), overwrite, _WHERE, "`overwrite=True`")
     cls = vizard_message_class()
     ships = _spacecraft_of(model, spacecraft_name)
     if central_body is not None and (not isinstance(central_body, str) or not central_body):
@@ -612,37 +619,39 @@ def write_vizard(
             )
 
     path = pathlib.Path(os.fspath(path))
-    try:
-        stream = open(path, "wb")
-    except OSError as err:
-        raise OSError(
-            f"{_WHERE}: `path` {str(path)!r} cannot be opened for writing: {err.strerror or err}."
-        ) from err
-    with stream:
-        for k in range(n):
-            msg = cls()
-            msg.currentTime.frameNumber = k
-            msg.currentTime.simTimeElapsed = float(np.round(ts[k] * _NS_PER_S))
-            for bname, r, v, dcm, mu, radius in body_rows:
-                msg.celestialBodies.add(
-                    bodyName=bname,
-                    position=r[k].tolist(),
-                    velocity=v[k].tolist(),
-                    rotation=dcm[k].tolist(),
-                    mu=mu,
-                    radiusEq=radius,
-                    radiusRatio=1.0,
-                )
-            for entry in craft:
-                _add_spacecraft(msg, entry, k, model_key if k == 0 else "")
-            if k == 0:
-                msg.settings.CopyFrom(settings)
-                msg.epoch.SetInParent()
-                for field, value in epoch_fields.items():
-                    setattr(msg.epoch, field, value)
-            data = msg.SerializeToString()
-            stream.write(_varint(len(data)))
-            stream.write(data)
+    with replace_safely(path, overwrite=overwrite, where=_WHERE) as tmp:
+        try:
+            stream = open(tmp, "wb")
+        except OSError as err:
+            raise OSError(
+                f"{_WHERE}: `path` {str(path)!r} cannot be opened for writing: "
+                f"{err.strerror or err}."
+            ) from err
+        with stream:
+            for k in range(n):
+                msg = cls()
+                msg.currentTime.frameNumber = k
+                msg.currentTime.simTimeElapsed = float(np.round(ts[k] * _NS_PER_S))
+                for bname, r, v, dcm, mu, radius in body_rows:
+                    msg.celestialBodies.add(
+                        bodyName=bname,
+                        position=r[k].tolist(),
+                        velocity=v[k].tolist(),
+                        rotation=dcm[k].tolist(),
+                        mu=mu,
+                        radiusEq=radius,
+                        radiusRatio=1.0,
+                    )
+                for entry in craft:
+                    _add_spacecraft(msg, entry, k, model_key if k == 0 else "")
+                if k == 0:
+                    msg.settings.CopyFrom(settings)
+                    msg.epoch.SetInParent()
+                    for field, value in epoch_fields.items():
+                        setattr(msg.epoch, field, value)
+                data = msg.SerializeToString()
+                stream.write(_varint(len(data)))
+                stream.write(data)
     return path
 
 

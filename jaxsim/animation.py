@@ -43,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._result._files import check_flag, refuse_existing, replace_safely
+
 
 __all__ = ["Polygons", "Polyline", "Ray", "animate_scene", "save_animation"]
 
@@ -260,12 +262,15 @@ def animate_scene(
     return anim
 
 
-def save_animation(anim, path, *, fps=None, dpi: float = 100.0):
+def save_animation(anim, path, *, fps=None, dpi: float = 100.0, overwrite: bool = False):
     """Write an animation to `.gif` (matplotlib's `PillowWriter`) or `.mp4` (`FFMpegWriter`).
 
     **Arguments:** `anim`: a `matplotlib.animation.Animation` (e.g. from `animate_scene` or
     `effectors.animation.animate_spacecraft`); `path`: file name ending in `.gif` or `.mp4`; `fps`:
-    frames per second (default: `anim.fps`, else 20); `dpi`: resolution [dots per inch].
+    frames per second (default: `anim.fps`, else 20); `dpi`: resolution [dots per inch];
+    `overwrite`: replace an existing file at `path` (default: refused with a `FileExistsError`,
+    nothing written). The file is written under a temporary name (same suffix) and moved into
+    place when complete: a failed write leaves an earlier file as it was.
 
     **Returns:** the path written, as a `pathlib.Path`.
 
@@ -279,6 +284,8 @@ def save_animation(anim, path, *, fps=None, dpi: float = 100.0):
     suffix = path.suffix.lower()
     if suffix not in (".gif", ".mp4"):
         _fail(where, "path", "must end in '.gif' or '.mp4'", "", repr(str(path)))
+    check_flag(where, "overwrite", overwrite)
+    refuse_existing(path, overwrite, where, "`overwrite=True`")
     fps = _positive_number(where, "fps", getattr(anim, "fps", 20.0) if fps is None else fps, "1/s")
     if suffix == ".gif":
         writer = manimation.PillowWriter(fps=fps)
@@ -290,5 +297,6 @@ def save_animation(anim, path, *, fps=None, dpi: float = 100.0):
                 "`conda install ffmpeg`) or save a '.gif' instead."
             )
         writer = manimation.FFMpegWriter(fps=fps)
-    anim.save(str(path), writer=writer, dpi=dpi)
+    with replace_safely(path, overwrite=overwrite, where=where) as tmp:
+        anim.save(str(tmp), writer=writer, dpi=dpi)
     return path

@@ -29,10 +29,24 @@ import jax
 import numpy as np
 
 from ._result import _schema
+from ._result._files import (
+    check_flag,
+    refuse_existing as refuse_existing,
+    replace_safely as replace_safely,
+)
 from ._result._schema import RunInfo, epoch_text as epoch_text, model_units as model_units
 
 
-__all__ = ["epoch_text", "flatten", "model_units", "to_numpy", "to_xarray", "to_zarr"]
+__all__ = [
+    "epoch_text",
+    "flatten",
+    "model_units",
+    "refuse_existing",
+    "replace_safely",
+    "to_numpy",
+    "to_xarray",
+    "to_zarr",
+]
 
 _FIELDS = ("ts", "ys", "outputs", "counts", "stats")
 
@@ -254,14 +268,24 @@ def _batch_dataset(res, epoch):
     return _schema.build(cols, ("member",), time=time, coords=coords, attrs=attrs, where=where)
 
 
-def to_zarr(obj, path, **kwargs):
+def to_zarr(obj, path, *, overwrite: bool = False, **kwargs):
     """Write a run, a batch or a Dataset (`to_xarray(obj)` unless it is one) to a Zarr 3 store
-    at `path` (replacing it), without consolidated metadata (not part of the Zarr 3
-    specification); string labels are variable-length UTF-8 strings, which Zarr 3 specifies.
-    `kwargs` go to `xarray.Dataset.to_zarr`. Needs zarr (the `campaign` extra). Returns the
-    Dataset written."""
+    at `path`, without consolidated metadata (not part of the Zarr 3 specification); string
+    labels are variable-length UTF-8 strings, which Zarr 3 specifies. Needs zarr (the `campaign`
+    extra). Returns the Dataset written.
+
+    The store is written under a temporary name next to `path` and moved into place when
+    complete: an existing `path` is refused (`FileExistsError`, nothing written) unless
+    `overwrite=True`, and a failed write leaves it as it was. `kwargs` go to
+    `xarray.Dataset.to_zarr`; with `mode="a"` or `"r+"` (changing an existing store, as asked)
+    the store is written in place."""
     xr = _schema.require_xarray("to_zarr")
+    check_flag("to_zarr", "overwrite", overwrite)
     ds = obj if isinstance(obj, xr.Dataset) else to_xarray(obj)
-    kwargs = {"mode": "w", "consolidated": False, "zarr_format": 3, **kwargs}
-    ds.to_zarr(path, **kwargs)
+    kwargs = {"consolidated": False, "zarr_format": 3, **kwargs}
+    if kwargs.get("mode", "w") not in ("w", "w-"):
+        ds.to_zarr(path, **kwargs)
+        return ds
+    with replace_safely(path, overwrite=overwrite, where="to_zarr") as tmp:
+        ds.to_zarr(tmp, **{**kwargs, "mode": "w-"})
     return ds

@@ -50,7 +50,7 @@ import numpy as np
 from jaxtyping import PyTree
 
 import jaxsim as js
-from jaxsim.results import epoch_text
+from jaxsim.results import epoch_text, refuse_existing, replace_safely
 
 
 __all__ = ["Setup", "describe", "load_setup", "save_setup", "build"]
@@ -493,6 +493,7 @@ def save_setup(
     *,
     epoch: _dt.datetime | str | None = None,
     description: str | None = None,
+    overwrite: bool = False,
     **settings: Any,
 ) -> dict:
     """Write `model` (a `Spacecraft` or `jaxsim.System`), its initial state `y0` and the
@@ -506,13 +507,18 @@ def save_setup(
     - `epoch`: the calendar date of $t = 0$ (a `datetime` or an ISO 8601 string), written to
       the results' attributes by `python -m effectors.run`.
     - `description`: free text.
+    - `overwrite`: replace an existing file at `path` (default: refused with a
+      `FileExistsError`, nothing written). The file is written under a temporary name and moved
+      into place when complete.
     - `settings`: keyword arguments of `jaxsim.simulate` (see `Setup`).
 
     **Returns:** the description written (a JSON-serializable dict).
 
     **Raises:** `TypeError` for what is not declarative (events, user classes, MuJoCo scenes),
-    `ValueError` when the file would not rebuild the same model (named by class).
+    `ValueError` when the file would not rebuild the same model (named by class),
+    `FileExistsError` when `path` exists and `overwrite` is False.
     """
+    refuse_existing(Path(path), overwrite, "save_setup", "`overwrite=True`")
     data: dict = {"format": FORMAT, "model": describe(model)}
     if y0 is not None:
         data["y0"] = describe(y0)
@@ -532,7 +538,8 @@ def save_setup(
             "be described by its constructor arguments."
         )
     text = json.dumps(data, indent=1)
-    Path(path).write_text(text + "\n")
+    with replace_safely(path, overwrite=overwrite, where="save_setup") as tmp:
+        tmp.write_text(text + "\n")
     return data
 
 

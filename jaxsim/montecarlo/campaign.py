@@ -34,6 +34,7 @@ from ._store import (
     _PROGRAM,
     _RECORDS,
     _STORE,
+    _TMP,
     CampaignWarning as CampaignWarning,
     _atomic_write,
     _clean_tmp,
@@ -316,6 +317,8 @@ def _resume(where: str, plan: _Plan) -> tuple[Any, dict]:
             + "\nResume with the original arguments, or use a new directory."
         )
     records = _records(directory) if directory.exists() else {}
+    if manifest is None and directory.exists():
+        _refuse_foreign_files(where, directory, records)
     for k, path in sorted(records.items()):
         record, _ = _read_record(path)
         if record is not None and record.get("campaign") not in (None, identity):
@@ -376,6 +379,36 @@ def _resume(where: str, plan: _Plan) -> tuple[Any, dict]:
         )
         path.unlink()
     return root, done_chunks
+
+
+def _refuse_foreign_files(where: str, directory: Path, records: dict) -> None:
+    """A folder without a manifest is set up as a campaign only if it holds nothing but what a
+    campaign writes (an interrupted set-up, or a campaign whose manifest was deleted): a user's
+    other files are never written among, and a store that is not a jaxsim campaign's is never
+    replaced."""
+    names = {_MANIFEST, _PROGRAM, _STORE, _RECORDS}
+    foreign = sorted(
+        p.name + ("/" if p.is_dir() else "")
+        for p in directory.iterdir()
+        if p.name not in names and not _TMP.fullmatch(p.name)
+    )
+    store = directory / _STORE
+    if not foreign and store.exists() and not records:
+        try:
+            attrs = json.loads((store / "zarr.json").read_text()).get("attributes", {})
+        except (OSError, ValueError, AttributeError):
+            attrs = {}
+        if not isinstance(attrs, dict) or attrs.get("format") != _FORMAT:
+            foreign = [_STORE + "/ (not a jaxsim campaign store)"]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
+        raise ValueError(
+            f"{where}: `directory` {str(directory)!r} is not a campaign (no {_MANIFEST}) and "
+            f"holds other files ({shown}); nothing was written. Give a new or empty folder: a "
+            "campaign is never written among a user's files."
+        )
 
 
 def _run_chunk(program, lo: int, hi: int, size: int) -> tuple[dict, dict]:
