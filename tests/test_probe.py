@@ -1269,7 +1269,7 @@ def test_setup_naming_a_mujoco_scene_is_refused_on_load_as_on_save(tmp_path):
 
 
 def test_every_class_refused_on_save_is_refused_on_load(tmp_path):
-    from effectors._setup_files import _NOT_DECLARATIVE
+    from effectors._tools._setup_files import _NOT_DECLARATIVE
 
     for name, reason in _NOT_DECLARATIVE.items():
         module = "effectors" if hasattr(fx, name) else "jaxsim"
@@ -1290,7 +1290,7 @@ def test_setup_string_for_a_bool_is_refused_by_name(tmp_path, value):
 
 def test_setup_nested_too_deeply_is_refused_with_the_limit(tmp_path):
     """Deep nesting escaped as a RecursionError (from the JSON parser, or from the builder)."""
-    from effectors._setup_files import MAX_DEPTH
+    from effectors._tools._setup_files import MAX_DEPTH
 
     deep = "[" * 100_000 + "]" * 100_000
     with pytest.raises(ValueError, match=f"nested too deeply to parse; .* at most {MAX_DEPTH}"):

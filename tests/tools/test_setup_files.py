@@ -18,7 +18,7 @@ import pytest
 
 import effectors as fx
 import jaxsim as js
-from effectors._setup_files import _NOT_DECLARATIVE
+from effectors._tools._setup_files import _NOT_DECLARATIVE
 
 
 MU = 3.986004415e14  # [m^3/s^2]
