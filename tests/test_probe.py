@@ -779,6 +779,7 @@ def test_clock_period_in_the_wrong_unit_is_refused_at_once():
         js.simulate(sc, y0, 100.0, dt=0.1, clocks=[fsw])
 
 
+@pytest.mark.usefixtures("fresh_programs")
 def test_a_tolerance_sweep_compiles_once():
     """A sweep over `rtol` on an adaptive solver: the first call compiles, the next ones compile
     nothing (every call compiled anew before: 200 calls, 200 compiles, 17 MiB each)."""

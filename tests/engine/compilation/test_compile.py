@@ -107,6 +107,7 @@ def _decay_final(**kw):
     return js.simulate(model, model.init_state(), 1.0, args=2.0, outputs=False, **kw).ys["x"][-1, 0]
 
 
+@pytest.mark.usefixtures("fresh_programs")
 @pytest.mark.parametrize(
     "solver", [js.Tsit5(), js.Dopri5().to_diffrax()], ids=["jaxsim core", "diffrax"]
 )

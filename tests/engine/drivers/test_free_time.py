@@ -77,7 +77,10 @@ class FreshForced(Forced):
 
 
 def test_num_steps_top_level_compiles_once_over_horizons(compilations):
-    model = FreshForced()
+    _free_time_compiles_once(FreshForced(), compilations)
+
+
+def _free_time_compiles_once(model, compilations):
     for t1 in HORIZONS:
         sol = js.simulate(model, model.init_state(), t1, num_steps=K, num_samples=5, outputs=False)
         ref = js.simulate(model, model.init_state(), t1, dt=t1 / K, sample_dt=t1 / 4, outputs=False)
@@ -87,6 +90,24 @@ def test_num_steps_top_level_compiles_once_over_horizons(compilations):
     free = [n for n in compilations if n == "jit(_run_fixed)"]
     # One program for the five free-time runs; the concrete `dt` runs compile one each.
     assert len(free) == 1 + len(HORIZONS), compilations
+
+
+class FullerForced(Forced):
+    """`Forced` under another class name, for the test below."""
+
+
+def test_compile_count_does_not_depend_on_programs_of_earlier_tests(monkeypatch, request):
+    """The count above was 7, not 6, when earlier tests of the worker had left programs of the
+    fixed-step driver: one compile past `MAX_PROGRAMS` drops them all, the free-time program
+    with them. Here the cache is nearly full (4 programs, `MAX_PROGRAMS` lowered to 8) when the
+    counting starts: the `compilations` fixture starts from no program (`fresh_programs`)."""
+    from jaxsim._compilation import _jit
+
+    monkeypatch.setattr(_jit, "MAX_PROGRAMS", 8)
+    model = Forced()
+    for k in range(4):
+        js.simulate(model, model.init_state(), 1.0, dt=1.0 / (10 + k), outputs=False)
+    _free_time_compiles_once(FullerForced(), request.getfixturevalue("compilations"))
 
 
 @pytest.mark.parametrize("kw", [FIXED, ADAPTIVE], ids=["RK4", "Tsit5"])

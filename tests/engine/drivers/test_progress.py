@@ -124,6 +124,7 @@ def test_off_has_no_reporter():
     assert int(reporter(lambda t, t1: None, 0.0, 1.0).token) > 0
 
 
+@pytest.mark.usefixtures("fresh_programs")
 @pytest.mark.parametrize("case", list(CASES))
 def test_switching_progress_on_compiles_once(case):
     """progress=False, then a callable, then True, then another callable: at most two compiled
