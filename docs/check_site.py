@@ -7,7 +7,11 @@ Fails (exit status 1, one line per problem) unless
 - no page loads a script from another host (MathJax included: it is served from the site), and
   every page with maths loads the site's MathJax;
 - the text of the guide and API pages names no private module (`jaxsim._x`, `effectors._x`): the
-  pages point to public names (links whose hover title names the defining module do not count).
+  pages point to public names (links whose hover title names the defining module do not count);
+- the prose of the guide and API pages shows no unrendered maths: every `$...$` and `$$...$$` of
+  the sources was recognised by `pymdownx.arithmatex` (a `$$...$$` inside a paragraph, without
+  blank lines around it, is not: it rendered inline with literal dollar signs). Code, and the
+  notebooks' pages (MathJax typesets their `$` maths itself), are not prose.
 
 CI runs it after `mkdocs build --strict` (.ci/run); `tests/test_docs.py` builds the site and runs it
 when the `docs` extra is installed. This file is excluded from the site (`exclude_docs`).
@@ -23,6 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MATHJAX = "javascripts/mathjax/tex-chtml-full.js"
 PRIVATE = re.compile(r"\b(?:jaxsim|effectors)(?:\.[A-Za-z]\w*)*\._[A-Za-z]\w*")
+# Maths left as text in the prose, where `MATH` stands for a maths element arithmatex recognised:
+# `$$`; a `$` next to a maths element (a `$$...$$` inside a paragraph becomes `$` + inline maths +
+# `$`); a `$<TeX>$` with a backslash command, `^`, `_` or `{` inside.
+MATH = "\x00"
+UNRENDERED = re.compile(r"\$\$|\$\s*\x00|\x00\s*\$|\$[^$\s\x00][^$\x00]*?[\\^_{][^$\x00]*?\$")
 
 
 class _Page(HTMLParser):
@@ -30,8 +39,10 @@ class _Page(HTMLParser):
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
-        self.images, self.scripts, self.text = 0, [], []
+        self.images, self.scripts, self.text, self.prose = 0, [], [], []
         self._hidden = 0
+        self._code = 0  # inside <code> or <pre>
+        self._math: list[str] = []  # open tags of arithmatex elements (their maths is typeset)
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -41,14 +52,30 @@ class _Page(HTMLParser):
             self.scripts.append(attrs["src"])
         if tag in ("script", "style"):
             self._hidden += 1
+        if tag in ("code", "pre"):
+            self._code += 1
+        if (
+            "arithmatex" in (attrs.get("class") or "").split()
+            or self._math
+            and tag == self._math[0]
+        ):
+            if not self._math and not self._hidden:
+                self.prose.append(MATH)
+            self._math.append(tag)
 
     def handle_endtag(self, tag):
         if tag in ("script", "style") and self._hidden:
             self._hidden -= 1
+        if tag in ("code", "pre") and self._code:
+            self._code -= 1
+        if self._math and tag == self._math[-1]:
+            self._math.pop()
 
     def handle_data(self, data):
         if not self._hidden:
             self.text.append(data)
+            if not self._code and not self._math:
+                self.prose.append(data)
 
 
 def _parse(path: Path) -> _Page:
@@ -107,6 +134,16 @@ def check(site: Path) -> list[str]:
             private = sorted(set(PRIVATE.findall(" ".join(page.text))))
             if private:
                 problems.append(f"{name}: names private modules {private}")
+            prose = "".join(page.prose)
+            unrendered = [
+                prose[max(0, m.start() - 30) : m.end() + 30].replace(MATH, "<maths>")
+                for m in UNRENDERED.finditer(prose)
+            ]
+            if unrendered:
+                shown = ", ".join(repr(" ".join(u.split())) for u in unrendered[:3])
+                problems.append(
+                    f"{name}: unrendered maths {shown} (a `$$...$$` needs blank lines around it)"
+                )
     return problems
 
 

@@ -8,7 +8,9 @@ The estimated parameters are the inertia $[I]$ about the hub centre of mass (6 n
 symmetric positive-definite tensor through its Cholesky factor, $[I] = LL^T$ with
 $L_{ii} = e^{\ell_i}$), the initial rate $\boldsymbol\omega_0$ and the initial attitude
 $\boldsymbol\sigma_0$: 12 parameters. The residual (maximum likelihood for the noise model) is
+
 $$\mathbf r = \big[\boldsymbol\sigma_{B/\tilde B}(t_j)/s\big]_j = \big[\texttt{mrp\_subtract}(\boldsymbol\sigma_{B/N}(t_j;\,p), \tilde{\boldsymbol\sigma}_j)/s\big]_j,$$
+
 solved with `optimistix.LevenbergMarquardt`.
 
 **Scale.** Torque-free motion depends on $[I]$ only up to a factor (Euler's equations are

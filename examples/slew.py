@@ -9,8 +9,10 @@ fixed-step driver evaluates such a signal at the step midpoint, so each step see
 value held over it: zero-order hold). The torques are bounded through $u = u_{max}\tanh p$.
 
 Least-squares residual:
+
 $$\mathbf r(p) = \Big[\boldsymbol\sigma_{B/R}(T),\ \tau\,\boldsymbol\omega_{B/N}(T)\ \Big(,\
 \sqrt{\rho/N}\;\mathbf u/u_{max}\Big)\Big],$$
+
 with $\boldsymbol\sigma_{B/R}$ from `effectors.mrp_subtract` and the rate weight $\tau$ [s] (default $T$,
 so that both terminal terms are angles). By default (effort weight $\rho = 0$) these are 6
 equations in $3N$ unknowns, solved by `optimistix.GaussNewton`, whose steps are minimum-norm

@@ -4,14 +4,18 @@ A 500 kg spacecraft in a circular low Earth orbit (point-mass Earth) fires one t
 (`effectors.Thrusters`) through its centre of mass, so the hub does not rotate and the attitude
 stays inertially fixed ($\mathcal B = \mathcal N$). The thruster is on (throttle 1) on
 $[t_{on}, t_{on} + \Delta t]$; the thrust direction, in $\mathcal N$ (= $\mathcal B$) components, is
+
 $$\hat{\mathbf t} = \cos\beta\,(\cos\alpha\,\hat{\mathbf r}_0 + \sin\alpha\,\hat{\boldsymbol\theta}_0)
 + \sin\beta\,\hat{\mathbf h}_0,$$
+
 with the radial, along-track and orbit-normal unit vectors of the initial orbit at $t = 0$.
 
 The target is the state $(\mathbf r^\star, \mathbf v^\star)$ at $t_f$ reached by a reference burn
 (`make_problem(true_burn=...)`): a point on the target orbit at the target time, which fixes all
 four parameters (six equations, four unknowns, zero residual at the solution). The residual
+
 $$\mathbf r(p) = \big[\mathbf r(t_f) - \mathbf r^\star,\ \tau\,(\mathbf v(t_f) - \mathbf v^\star)\big]\ \text{[m]},$$
+
 $\tau = 1/n$ (the orbit's time scale), is solved with `optimistix.LevenbergMarquardt`. The
 parameters are $p = (t_{on}/t_s, \Delta t/t_s, \alpha, \beta)$ with $t_s$ = `time_scale` [s], so that
 all four have comparable sensitivities.

@@ -256,7 +256,7 @@ def _batch_dataset(res, epoch):
     for path, a in _paths(jax.tree.map(np.asarray, res.params or {}), "params"):
         a, unit = np.asarray(a), param_units.get(path)
         attrs = {"units": unit} if unit else {}
-        cols.append((path, a, _schema.trailing_dims(path, a.shape[1:], None), attrs))
+        cols.append((path, a, _schema.param_dims(path, a.shape[1:], unit), attrs))
     cols.append(("ok", np.asarray(res.ok), [], {}))
     cols.append(("result", np.asarray(res.result, np.int32), [], {"units": _schema.CODE_UNIT}))
     members = np.asarray(res.members)

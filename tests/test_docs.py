@@ -122,6 +122,43 @@ def test_site_check_catches_pages_without_results(tmp_path):
     assert check_site.MATHJAX in problems  # the site's MathJax is missing
 
 
+def test_site_check_catches_unrendered_maths(tmp_path):
+    """A `$$...$$` inside a paragraph (no blank lines around it) rendered inline with literal
+    dollar signs on five pages, and `mkdocs build --strict` passed: `check_site` fails it now.
+    Dollars in code and typeset maths are not flagged."""
+    check_site = _check_site()
+    guide = tmp_path / "environment" / "index.html"
+    guide.parent.mkdir(parents=True)
+    guide.write_text(
+        '<html><body><p>Over the record <span class="arithmatex">\\([t_k, t_k + \\Delta]\\)'
+        '</span>,\n$<span class="arithmatex">\\(\\mathbf x(t) = 1\\)</span>$\nevaluated</p>'
+        "</body></html>",
+        encoding="utf-8",
+    )
+    clean = tmp_path / "thrusters" / "index.html"
+    clean.parent.mkdir(parents=True)
+    clean.write_text(
+        '<html><body><p>fires iff</p><div class="arithmatex">\\[T_i > 0\\]</div>'
+        "<pre><code>$ echo $HOME_x</code></pre><p>costs $5</p></body></html>",
+        encoding="utf-8",
+    )
+    api = tmp_path / "api" / "x" / "index.html"
+    api.parent.mkdir(parents=True)
+    api.write_text("<html><body><p>is $$a_{k}$$ here</p></body></html>", encoding="utf-8")
+    problems = check_site.check(tmp_path)
+    flagged = {line.split(":")[0] for line in problems if "unrendered maths" in line}
+    assert flagged == {"environment/index.html", "api/x/index.html"}, problems
+
+
+def test_readme_and_getting_started_give_the_same_first_install_command():
+    """A new user met two different first install commands."""
+
+    def first_bash(path):
+        return re.search(r"```bash\n(.*?)\n", path.read_text(encoding="utf-8")).group(1)
+
+    assert first_bash(ROOT / "README.md") == first_bash(ROOT / "docs" / "getting_started.md")
+
+
 @pytest.mark.slow  # 12-30 s (the whole site); CI builds and checks it in its docs step (.ci/run)
 def test_site_builds_and_shows_results(tmp_path):
     """`mkdocs build --strict` of the site as committed (a clean checkout builds it the same way),

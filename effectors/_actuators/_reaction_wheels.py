@@ -7,6 +7,7 @@ $W_c$ is the rotor centre of mass. All vectors are in $\mathcal B$ components.
 
 Wheel equations in back-substitution form (Basilisk `reactionWheelStateEffector` documentation;
 Allard, Schaub & Piggott, JSR 55(5), 2018, for the back-substitution method):
+
 $$\dot\Omega_i = \mathbf a_{\Omega,i}^T\,{}^B\ddot{\mathbf r}_{B/N} + \mathbf b_{\Omega,i}^T\dot{\boldsymbol\omega}
 + c_{\Omega,i},\qquad \dot\theta_i = \Omega_i .$$
 
@@ -26,8 +27,10 @@ $\omega_{w2}\omega_{w3}(-m_wd^2)$ and its $[I'_{W_c}]$ omits the $\Omega(J_t-J_g
 $(\hat w_2,\hat w_3)$ block; both are exact only for $J_t = J_g$ (which Basilisk's factory always sets), and for
 $J_t\neq J_g$ Basilisk leaks energy and angular momentum independently of the step. Here the default
 `coupled_form="general"` uses the derivation's terms
+
 $$c_\Omega \ni \omega_{w2}\omega_{w3}(J_t - J_g - m_wd^2)/J_d,\qquad
 [I'_{W_c}] = [BW]\,\Omega\begin{bmatrix}0&-J_{13}&0\\-J_{13}&0&J_t-J_g\\0&J_t-J_g&0\end{bmatrix}[BW]^T,$$
+
 which conserve energy and momentum to integrator accuracy and reduce exactly to Basilisk's for
 $J_t = J_g$. `coupled_form="basilisk"` reproduces Basilisk's formulas (for cross-validation only).
 

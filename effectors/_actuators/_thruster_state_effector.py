@@ -1,7 +1,9 @@
 r"""Thrusters with a first-order thrust ramp as a state effector (Basilisk `thrusterStateEffector`).
 
 Each thruster $i$ carries a thrust factor $\kappa_i\in[0,1]$ with
+
 $$\dot\kappa_i = \omega_{c,i}\,\big(s_i(t) - \kappa_i\big),$$
+
 $s_i(t)\in\{0,1\}$ the firing state of the on-time command in force (Basilisk's rule: fires iff
 $T_i > 0$ and $t \le t_c + T_i$, the module docstring of `effectors._actuators._thrusters`), $\omega_{c,i}$
 the cutoff frequency [rad/s]. The thrust is $F_i = \kappa_i F_{\max,i}$ along $\hat{\mathbf t}_i$,
@@ -32,8 +34,10 @@ from ._thrusters import (
 class ThrusterStateEffector(AbstractStateEffector):
     r"""`n` hub-fixed thrusters whose thrust factors $\kappa_i$ follow a first-order ramp
     (Basilisk `thrusterStateEffector`):
+
     $$\dot\kappa_i = \omega_{c,i}(s_i - \kappa_i),\qquad \mathbf F_i = \kappa_i F_{\max,i}\hat{\mathbf t}_i,
     \qquad \dot m_i = \frac{\kappa_i F_{\max,i}}{I_{sp,i} g_0},$$
+
     the force through $B$ and the torque $\sum_i \mathbf r_{T_i/B}\times\mathbf F_i + \kappa_i\tau_{s,i}
     \hat{\mathbf t}_i$ (plus the exhaust terms of `thruster_loads` with `depletion_loads`), entering
     the hub equations as back-substitution vectors $\mathbf v_{trans}$, $\mathbf v_{rot}$. $s_i$ is the

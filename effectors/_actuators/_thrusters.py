@@ -4,7 +4,9 @@ r"""Thruster sets fixed on the hub, commanded by throttle or by Basilisk on-time
 **On-time commands (Basilisk's rule).** A command issued at $t_c$ with on-time $T_i \ge 0$ for
 thruster $i$ replaces the previous command of that thruster. A thruster fires at an evaluation
 time $\tau \ge t_c$ of the drift (an integration stage) iff
+
 $$T_i > 0 \quad\text{and}\quad \tau \le t_c + T_i ,$$
+
 the window is closed at its end. Basilisk reads the command in the thruster module's
 `UpdateState` at the dynamics tick that follows the write and starts the firing at the time the
 message was *written*; with the dynamics task ahead of the flight-software task this is the
@@ -287,10 +289,12 @@ def _thruster_arrays(cls, r_TB_B, tHat_B, max_thrust, Isp, swirl_torque, area_no
 class Thrusters(AbstractDynamicEffector):
     r"""`n` thrusters, vectorized: thruster $i$ at $\mathbf r_{T_i/B}$ pushes the spacecraft along
     $+\hat{\mathbf t}_i$ with
+
     $$\mathbf F_i = u_i F_{\max,i}\,\hat{\mathbf t}_i,\qquad
     \mathbf F_B = \sum_i \mathbf F_i \ \text{(through } B\text{)},\qquad
     \boldsymbol\tau_B = \sum_i \mathbf r_{T_i/B}\times\mathbf F_i + u_i\tau_{s,i}\hat{\mathbf t}_i,\qquad
     \dot m_i = \frac{u_i F_{\max,i}}{I_{sp,i}\,g_0},$$
+
     all in $\mathcal B$ components, $g_0 = 9.80665$ m/s^2, $\tau_{s,i}$ the swirl torque. The thrust
     factor $u_i\in[0,1]$ is the sum of the `throttle` argument (a constant or a signal of time,
     e.g. an `OnTimeSchedule`), the flight-software throttle `args[name]["throttle"]` and the firing

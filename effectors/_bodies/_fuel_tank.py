@@ -167,8 +167,10 @@ class EmptyingTank(AbstractTankModel):
     r"""Spherical tank of radius $R$ that empties from the top: the fuel (constant density
     $\rho = m_{f,0}/(\tfrac43\pi R^3)$) fills the sphere below a plane normal to the tank's
     $\hat{\mathbf t}_3$ axis, the fuel surface at polar angle $\theta^*$ from $+\hat{\mathbf t}_3$:
+
     $$m_f = \tfrac23\pi\rho R^3\big(1 + \tfrac32\cos\theta^* - \tfrac12\cos^3\theta^*\big),\qquad
     \mathbf r_{T_c/T} = \mathbf r_{T_c/T,0} - \frac{\pi\rho R^4\sin^4\theta^*}{4 m_f}\hat{\mathbf t}_3,$$
+
     with the inertia about $T_c$ and all rates from $\dot\theta^* = -\dot m_f/(\pi\rho R^3\sin^3\theta^*)$
     ($\ddot m_f = 0$) (Basilisk `FuelTankModelEmptying`, as corrected in Basilisk for issue #1487).
     At exactly $m_f = m_{f,0}$ (full) $\theta^* = 0$ and all rates are 0, as in Basilisk.
@@ -343,15 +345,19 @@ class FuelTank(AbstractStateEffector):
     model gives the fuel's centre of mass $\mathbf r_{T_c/T}$ and central inertia in $\mathcal T$ as
     functions of $m_f$. With the fuel consumption $\dot m_{out} = \dot m_{leak} + \sum_{thrusters}
     \dot m_i$ (0 once the tank is empty):
+
     $$\dot m_f = -\dot m_{out},\quad \mathbf r_{T_c/B} = \mathbf r_{T/B} + [TB]^T\mathbf r_{T_c/T},
     \quad [I_{f,B}] = [TB]^T[I_{f,T_c}][TB] + m_f[\tilde{\mathbf r}_{T_c/B}][\tilde{\mathbf r}_{T_c/B}]^T.$$
+
     The spacecraft's mass rate $\dot m_{sc}$ gains $-\dot m_{out}$ (hence
     $\mathbf c' = -\dot m_{sc}\mathbf c/m_{sc}$ and the hub's $-2\dot m_{sc}(\mathbf c' +
     \boldsymbol\omega\times\mathbf c)$ term). Unless `update_only`, the tank adds Basilisk's
     depletion torque to the rotational equation:
+
     $$\mathbf v_{rot} \mathrel{+}= -m_f\,\mathbf r\times\mathbf r'' - m_f\,\boldsymbol\omega\times
     (\mathbf r\times\mathbf r') - \dot m_f\,\mathbf r\times\mathbf r' - [I_{f,B}]'\boldsymbol\omega,
     \quad \mathbf r = \mathbf r_{T_c/B},$$
+
     $[I_{f,B}]' = [TB]^T[I_{f,T_c}]'[TB] + \dot m_f(r^2[I_3] - \mathbf r\mathbf r^T) +
     m_f(2\,\mathbf r\cdot\mathbf r'[I_3] - \mathbf r\mathbf r'^T - \mathbf r'\mathbf r^T)$.
     As in Basilisk, the tank reports no $\mathbf r'$ or $[I]'$ in its mass properties (they enter

@@ -51,7 +51,9 @@ class HingedRigidBodies(CommandedRotaryJoints, AttachmentHost, KinematicsStateEf
     r"""$n$ rigid panels, each on a single-axis torsional hinge with spring, damper and motor.
 
     Each panel obeys (Allard, Schaub & Piggott, JSR 55(5), 2018; Basilisk `hingedRigidBodyStateEffector`)
+
     $$\ddot\theta = \mathbf a_\theta^T\,{}^{B}\ddot{\mathbf r}_{B/N} + \mathbf b_\theta^T\dot{\boldsymbol\omega} + c_\theta,$$
+
     with the hinge torque $u - k(\theta-\theta_{ref}) - c(\dot\theta-\dot\theta_{ref})$ about $+\hat{\mathbf s}_2$, gravity
     about the hinge, inertial coupling terms and the torque of attached dynamic effectors.
 

@@ -4,7 +4,9 @@ Hinged panels, spinning bodies and spring-mass-dampers act on each unit's joint 
 (an angle or a stretch) with the generalized force (Allard, Schaub & Piggott, JSR 55(5), 2018;
 Basilisk `hingedRigidBodyStateEffector`, `spinningBodyOneDOFStateEffector`,
 `linearSpringMassDamper`)
+
 $$f_j = u_j - k_j\,(q_j - q_{ref,j}) - c_j\,(\dot q_j - \dot q_{ref,j}),$$
+
 a linear spring $k$ and damper $c$ about references $q_{ref}$, $\dot q_{ref}$, plus a motor term $u$.
 `JointDrive` is that term as one component: the effectors hold one (`effector.drive`) and call it.
 

@@ -41,8 +41,10 @@ class SpinningBodies(CommandedRotaryJoints, AttachmentHost, KinematicsStateEffec
 
     Each free body obeys (Vaz Carneiro, Allard & Schaub, "Rotating Rigid Body Dynamics Architecture for
     Spacecraft Simulation Software Implementation", AAS GN&C Conference, 2023)
+
     $$\ddot\theta = \mathbf a_\theta^T\,{}^{B}\ddot{\mathbf r}_{B/N} + \mathbf b_\theta^T\dot{\boldsymbol\omega} + c_\theta,\qquad
     \mathbf a_\theta = \frac{m\mathbf q}{m_\theta},\quad \mathbf b_\theta = -\frac{[I_S]\hat{\mathbf s} - m\,\mathbf r_{S/B}\times\mathbf q}{m_\theta},$$
+
     $\mathbf q = \mathbf r_{S_c/S}\times\hat{\mathbf s}$, $m_\theta = \hat{\mathbf s}^T[I_S]\hat{\mathbf s}$ ($[I_S]$ the inertia about the joint),
     with the axis torque $u - k(\theta-\theta_{ref}) - c(\dot\theta-\dot\theta_{ref})$ about $+\hat{\mathbf s}$.
 

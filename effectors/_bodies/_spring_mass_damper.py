@@ -29,6 +29,7 @@ class SpringMassDampers(DrivenJoints, KinematicsStateEffector):
     r"""$n$ point masses on linear springs and dampers along body-fixed directions (fuel slosh model).
 
     Each particle obeys (Basilisk `linearSpringMassDamper` documentation; Newton and Kane give the same equation)
+
     $$\ddot\rho = -\hat{\mathbf p}^T\,{}^{B}\ddot{\mathbf r}_{B/N} + (\hat{\mathbf p}\times\mathbf r_{P_c/B})^T\dot{\boldsymbol\omega} + c_\rho,\quad
     m c_\rho = \hat{\mathbf p}\cdot m\mathbf g_B - k\rho - c\dot\rho - 2m\hat{\mathbf p}\cdot(\boldsymbol\omega\times\mathbf r'_{P_c/B})
     - m\hat{\mathbf p}\cdot\big(\boldsymbol\omega\times(\boldsymbol\omega\times\mathbf r_{P_c/B})\big).$$

@@ -1,8 +1,10 @@
 r"""Harris-Priester atmosphere: tabulated minimum/maximum densities with the diurnal bulge.
 
 Between tabulated altitudes $h_i \le h < h_{i+1}$ the antapex and apex densities are exponential,
+
 $$\rho_{m,M}(h) = \rho_{m,M}(h_i)\,\exp\!\left(\frac{h_i - h}{H_{m,M}}\right),\qquad
 H_{m,M} = \frac{h_i - h_{i+1}}{\ln\big(\rho_{m,M}(h_{i+1})/\rho_{m,M}(h_i)\big)},$$
+
 and the density is $\rho = \rho_m + (\rho_M - \rho_m)\cos^n(\psi/2)$, with $\psi$ the angle between
 the position and the apex of the diurnal bulge, which lags the Sun by 30 deg in right ascension:
 $\mathbf e_b = (\cos\delta_\odot\cos(\alpha_\odot + 30°), \cos\delta_\odot\sin(\alpha_\odot + 30°),

@@ -31,8 +31,10 @@ def read_state(ctx: HubContext, cls: str, state_name: str):
 
 class Drag(AbstractDynamicEffector):
     r"""Cannonball drag through point $B$, with torque from a centre-of-pressure offset:
+
     $$\mathbf F_B = -\tfrac12 C_D A\,\rho\,\|\mathbf v_B\|^2\hat{\mathbf v}_B,\qquad
     \mathbf v_B = [BN]\,\mathbf v_{B/N},\qquad \boldsymbol\tau_B = \mathbf r_{cp/B}\times\mathbf F_B,$$
+
     zero when $\|\mathbf v_B\| \le 10^{-12}$ m/s. The density is the atmosphere's at the hub position,
     optionally corrected by a noise state $\delta$: $\rho = \max(0, \rho_{atm}(1 + \delta))$; the drag
     coefficient likewise by a noise state $\epsilon$: $C_D^{eff} = \max(0, C_D(1 + \epsilon))$.

@@ -6,7 +6,9 @@ whereas dynamic-effector forces act through $B$ (Basilisk `spacecraft` module do
 
 Several bodies superpose. When one body is flagged `central=True` the spacecraft's position/velocity
 states are relative to it, and the field includes the indirect term of every other body $P$:
+
 $$\mathbf g_N = \sum_P \mathbf g_P(\mathbf r_{C/N} - \mathbf r_{P/N}) + \sum_{P \ne \oplus} \mathbf g_P(\mathbf r_{P/\oplus}).$$
+
 Body positions $\mathbf r_{P/N}(t)$ are constant arrays or functions of time (ephemerides).
 
 Bodies given as `effectors.astro.Body` objects (`PointMassGravity(fx.astro.EARTH)`,

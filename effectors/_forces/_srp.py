@@ -36,8 +36,10 @@ _SHADOWS = ("none", "cylindrical", "conical")
 
 class CannonballSRP(AbstractDynamicEffector):
     r"""Cannonball solar radiation pressure through point $B$:
+
     $$\mathbf F_N = -\,\nu\,\frac{C_R A\,\Phi_{1AU}\,(1\,\mathrm{AU})^2}{c\,\|\mathbf s\|^3}\,\mathbf s,
     \qquad \mathbf s = \mathbf r_{\odot/N} - \mathbf r_{B/N},\qquad \boldsymbol\tau = 0,$$
+
     $\Phi_{1AU} = 1361$ W/m^2, AU $= 1.49597870693\times10^{11}$ m, $c = 299792458$ m/s; at 1 AU
     $\|\mathbf F\| = \nu C_R A \Phi_{1AU}/c$, directed away from the sun.
 

@@ -4,14 +4,19 @@ In a frame centred on the integration origin $O$ (the central body, e.g. the Ear
 gravitational parameter $\mu$ at $\mathbf s = \mathbf r_{P/O}$ perturbs a spacecraft at
 $\mathbf x = \mathbf r_{C/O}$ by its attraction minus the attraction it exerts on $O$ (the indirect
 term):
+
 $$\mathbf a = -\mu\left(\frac{\mathbf x - \mathbf s}{\|\mathbf x - \mathbf s\|^3} +
 \frac{\mathbf s}{\|\mathbf s\|^3}\right).$$
+
 For a distant body ($\|\mathbf x\| \ll \|\mathbf s\|$) the two terms are nearly equal and opposite,
 and the difference loses $\log_{10}(\|\mathbf s\|/\|\mathbf x\|)$ digits (4-5 for the Sun seen from
 low orbit). Battin's form has no such cancellation: with $\mathbf d = \mathbf x - \mathbf s$ and
+
 $$q = \frac{\mathbf x\cdot(\mathbf x - 2\mathbf s)}{\mathbf s\cdot\mathbf s},\qquad
 f(q) = (1+q)^{3/2} - 1 = q\,\frac{3 + 3q + q^2}{1 + (1+q)^{3/2}},$$
+
 $$\mathbf a = -\frac{\mu}{\|\mathbf d\|^3}\left(\mathbf x + f(q)\,\mathbf s\right)$$
+
 ($\|\mathbf d\|^2 = \|\mathbf s\|^2(1 + q)$).
 
 **Reference:** Battin, R. H., *An Introduction to the Mathematics and Methods of Astrodynamics*,

@@ -19,6 +19,7 @@ $\boldsymbol\omega = \boldsymbol\omega_{B/N} = \delta\boldsymbol\omega + \boldsy
 
 $$\mathbf s_k = \mathrm{lim}\big(\mathbf s_{k-1} + K\,\Delta t_k\,\boldsymbol\sigma\big),\qquad
 \mathbf z = \mathbf s_k + [I]\,\delta\boldsymbol\omega\qquad (\mathbf z = 0 \text{ if } K_i \le 0),$$
+
 $$\mathbf L_r = -K\boldsymbol\sigma - P\,\delta\boldsymbol\omega - P K_i\mathbf z
 + [\tilde{\mathbf a}]\Big([I]\boldsymbol\omega + \sum_i h_{s,i}\hat{\mathbf g}_{s,i}\Big)
 - [I]\big(\boldsymbol\omega\times\boldsymbol\omega_{R/N} - \dot{\boldsymbol\omega}_{R/N}\big) - \mathbf L,$$
@@ -39,7 +40,9 @@ Basilisk.
 **RW torque map** (`rwMotorTorque`): with control axes $\hat{\mathbf c}_j$ (rows of $[C]$, $m \le 3$), the
 $m\times n$ matrix $[CG_s]_{ji} = \hat{\mathbf c}_j^T\hat{\mathbf g}_{s,i}$ over the *available* wheels and
 $\mathbf L_C = [C](-\mathbf L_r)$, the motor torques are the minimum-norm solution of $[CG_s]\mathbf u_s = \mathbf L_C$:
+
 $$\mathbf u_s = [CG_s]^T\big([CG_s][CG_s]^T\big)^{-1}\mathbf L_C$$
+
 (a wheel's motor torque $u_s$ acts on the body as $-u_s\hat{\mathbf g}_s$, so the body receives $\mathbf L_r$ on the
 control axes). Unavailable wheels get 0; with fewer available wheels than control axes all get 0.
 
@@ -115,6 +118,7 @@ def mrp_subtract(
 
     $$\boldsymbol\sigma_{B/R} = \frac{(1-\sigma_{R}^2)\,\boldsymbol\sigma_B - (1-\sigma_B^2)\,\boldsymbol\sigma_R
     + 2\,\boldsymbol\sigma_B\times\boldsymbol\sigma_R}{1 + \sigma_R^2\sigma_B^2 + 2\,\boldsymbol\sigma_R\cdot\boldsymbol\sigma_B}$$
+
     (Schaub & Junkins eq. 3.160); when the denominator is below 0.1 in magnitude
     $\boldsymbol\sigma_{B/N}$ is first replaced by its shadow set (Basilisk's rule), and the result is mapped
     to the inner set.

@@ -14,8 +14,10 @@ from ._mean_reverting_noise import broadcast_params
 class GeometricBrownianMotion(TwoMethodStateEffector):
     r"""$n$ independent inhomogeneous geometric Brownian motion (IGBM) correction states $\delta_i$,
     with multiplicative factor $X_i = 1 + \delta_i$ (Ito):
+
     $$d\delta = \frac{\mu - (1+\delta)}{\tau}\,dt + s\,(1+\delta)\,dW,\qquad
     s^2 = \frac{2}{\tau}\,\frac{\sigma_{st}^2}{\mu^2 + \sigma_{st}^2},$$
+
     so that $X$ has stationary mean $\mu$ and standard deviation $\sigma_{st}$, and $X$ stays positive.
     The mean obeys $E[X_t] = \mu + (X_0 - \mu)e^{-t/\tau}$ exactly.
 

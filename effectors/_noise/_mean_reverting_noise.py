@@ -33,6 +33,7 @@ def broadcast_params(cls: str, params: dict) -> tuple[int, dict]:
 
 class MeanRevertingNoise(TwoMethodStateEffector):
     r"""$n$ independent Ornstein-Uhlenbeck noise states (no mass, no load of their own):
+
     $$dx_i = -\frac{x_i}{\tau_i}\,dt + \sigma_i\sqrt{\frac{2}{\tau_i}}\,dW_i .$$
 
     Stationary: $E[x] = 0$, $\mathrm{Var}[x] = \sigma^2$, $\mathrm{Corr}(x_t, x_{t+\Delta}) = e^{-\Delta/\tau}$;

@@ -2,9 +2,11 @@ r"""The spacecraft: a rigid hub with state and dynamic effectors, solved by back
 
 Equations (Basilisk `spacecraft` module documentation, after Allard, Schaub & Piggott, "General hinged rigid-body dynamics
 approximating first-order spacecraft solar panel flexing", JSR 55(5), 2018, doi:10.2514/1.A34125):
+
 $$\begin{bmatrix}A & B\\ C & D\end{bmatrix}\begin{bmatrix}{}^B\ddot{\mathbf r}_{B/N}\\ \dot{\boldsymbol\omega}\end{bmatrix}
 =\begin{bmatrix}\mathbf v_{trans}\\ \mathbf v_{rot}\end{bmatrix},\quad
 A = m_{sc}I + \sum A_i,\ B = -m_{sc}[\tilde c] + \sum B_i,\ C = m_{sc}[\tilde c] + \sum C_i,\ D = [I_{sc,B}] + \sum D_i,$$
+
 solved through the 3x3 Schur complement in closed form. Gravity acts at $C$; dynamic-effector forces act
 through $B$; torques are about $B$.
 

@@ -3,14 +3,18 @@ r"""One-degree-of-freedom joints as rows of one block: how the spacecraft stacks
 Every 1-DOF state effector of Basilisk's back-substitution method (reaction wheels, hinged panels,
 spinning bodies, spring-mass-dampers; Allard, Schaub & Piggott, JSR 55(5), 2018) has, per unit
 $j$, a joint acceleration that is affine in the hub accelerations,
+
 $$\ddot q_j = \mathbf a_j^T\,{}^B\ddot{\mathbf r}_{B/N} + \mathbf b_j^T\dot{\boldsymbol\omega} + c_j,$$
+
 and reacts on the hub through two columns: $\mathbf p_j$ in the translational equation and
 $\mathbf q_j$ in the rotational one ($\sum_j \mathbf p_j \ddot q_j$ and $\sum_j \mathbf q_j\ddot q_j$
 on their left-hand sides). Substituting $\ddot q_j$ gives the effector's back-substitution terms
+
 $$[A] \mathrel{+}= \sum_j \mathbf p_j\mathbf a_j^T,\ [B] \mathrel{+}= \sum_j \mathbf p_j\mathbf b_j^T,\
 [C] \mathrel{+}= \sum_j \mathbf q_j\mathbf a_j^T,\ [D] \mathrel{+}= \sum_j \mathbf q_j\mathbf b_j^T,\
 \mathbf v_{trans} \mathrel{+}= \mathbf v^0_{trans} - \sum_j \mathbf p_j c_j,\
 \mathbf v_{rot} \mathrel{+}= \mathbf v^0_{rot} - \sum_j \mathbf q_j c_j,$$
+
 where $\mathbf v^0$ collects the effector's remaining (velocity, gravity, attached-load) terms.
 
 An effector that returns `JointRows` from `contribute` (inside a `JointContribution`) gives the

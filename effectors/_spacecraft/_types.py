@@ -154,7 +154,7 @@ class HubContext(eqx.Module):
       update-only tank's flow is not in `mDot_sc`) while
       `cDot_B` $=\mathbf c'_{ret} + \boldsymbol\omega\times\mathbf c$ uses the derivative of the
       retained mass's centre of mass $\mathbf c'_{ret}$ (`MassProps.first_moment_depletion`), as
-      Basilisk reports it; without variable mass $\mathbf c'_{ret} = $ `cPrime_B`;
+      Basilisk reports it; without variable mass $\mathbf c'_{ret} =$ `cPrime_B`;
     - `r_CN_N`, `v_CN_N`: composite CoM relative to the integration origin (`v_CN_N` from `cDot_B`);
     - `g_N`: gravitational acceleration of $C$ [m/s^2] ($\mathcal N$ comps), `g_B` the same in $\mathcal B$;
     - `states`: the spacecraft's whole state dict `{"hub": ..., <effector name>: ...}` (default `None`

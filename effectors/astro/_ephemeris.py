@@ -7,15 +7,19 @@ $\mathcal N$ frame of a run: EME2000/GCRF to within 0.02 arcsec), centred on a c
 
 **DE421.** Each DE421 quantity is a piecewise Chebyshev expansion: over record $k$, which spans
 $[t_k, t_k + \Delta]$,
+
 $$\mathbf x(t) = \sum_{n=0}^{N-1}\mathbf a_{k,n}\,T_n(\tau),\qquad \tau = 2(t - t_k)/\Delta - 1,$$
+
 and $\dot{\mathbf x}(t) = (2/\Delta)\sum_n \mathbf a_{k,n}T'_n(\tau)$. `DE421Ephemeris` copies, on the host,
 the records covering a time span from the `de421` package (read with `jplephem`), and evaluates them
 with Clenshaw's recurrence inside `jit`/`vmap`/`grad` (the derivative series by the recurrence of
 $T'_n$, so `grad` of a position with respect to time equals the velocity). DE421 tabulates the
 Earth-Moon barycentre (EMB) about the solar-system barycentre (SSB) and the geocentric Moon
 $\mathbf r_{M/\oplus}$; with $\mu_\oplus/\mu_M$ = EMRAT,
+
 $$\mathbf r_\oplus = \mathbf r_{EMB} - \frac{\mathbf r_{M/\oplus}}{1 + \mathrm{EMRAT}},\qquad
 \mathbf r_M = \mathbf r_{EMB} + \frac{\mathrm{EMRAT}\,\mathbf r_{M/\oplus}}{1 + \mathrm{EMRAT}}.$$
+
 A position relative to the centre is one linear combination of series (the EMB cancels exactly for
 Earth-centred Moon and Sun). Mercury and Venus are the planets; Mars to Pluto are the barycentres of
 their systems (DE421 integrates those; Mars' centre is within 0.2 m of its barycentre).

@@ -8,8 +8,10 @@ Rotations $R_i(\alpha)$ are frame rotations (`R3(a) = [[c, s, 0], [-s, c, 0], [0
 **Earth** (`EarthRotation`): $[PN] = R_3(\theta_{GMST})\,P$, the IAU 1976 precession
 $P = R_3(-z)R_2(\theta)R_3(-\zeta)$ (Lieske et al. 1977) from J2000 to the mean equator and equinox
 of date, and the IAU 1982 Greenwich mean sidereal time (Aoki et al. 1982)
+
 $$\theta_{GMST} = 67310.54841\,\mathrm s + (876600\,\mathrm h + 8640184.812866\,\mathrm s)T_u
 + 0.093104\,\mathrm s\,T_u^2 - 6.2\times10^{-6}\,\mathrm s\,T_u^3$$
+
 ($T_u$ Julian centuries of UT1 from J2000; UT1 = UTC + `dut1`). Nutation (up to 17" in longitude,
 9" in obliquity), the equation of the equinoxes (< 1.2 s of time) and polar motion (< 0.5") are
 neglected: the frame is within about 25 arcsec (1.2e-4 rad) of the ITRS, measured against astropy's

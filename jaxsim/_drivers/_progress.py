@@ -94,6 +94,17 @@ class Bar:
             if self.bar is not None:
                 self.bar.set_postfix_str(text)
 
+    def start_at(self, n: float, extra: str = "") -> None:
+        """Set the position to `n` (work done before, e.g. a resumed campaign's adopted chunks)
+        without starting the rate: it is measured from the next update on, over what this call
+        computes."""
+        with self.lock:
+            if self.bar is None:
+                return
+            self.bar.n = n
+            self.bar.set_postfix_str(extra, refresh=False)
+            self.bar.refresh()
+
     def update(self, n: float, extra: str = "") -> None:
         with self.lock:
             if self.bar is None:

@@ -117,7 +117,7 @@ class AbstractClock(eqx.Module):
 
 
 class Clock(AbstractClock):
-    r"""Periodic clock: ticks at $t_k = $ `offset` $+ k\,$`period` for integers $k$, $t_0 < t_k \le t_1$.
+    r"""Periodic clock: ticks at $t_k = \mathrm{offset} + k\,\mathrm{period}$ for integers $k$, $t_0 < t_k \le t_1$.
 
     **Arguments:**
 

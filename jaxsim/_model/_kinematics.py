@@ -102,7 +102,7 @@ def mrp_shadow(sigma: ArrayLike) -> Float[Array, "*batch 3"]:
 
 
 def mrp_switch(sigma: ArrayLike, threshold: float = 1.0):
-    r"""Basilisk's shadow-set switch: if $|\sigma| > $ `threshold`, return $-\sigma/\sigma^2$.
+    r"""Basilisk's shadow-set switch: if $|\sigma| >$ `threshold`, return $-\sigma/\sigma^2$.
 
     **Returns:** `(sigma_new, switched)` with `switched` a boolean array. Gradient-safe: the
     division is evaluated on a denominator that is never zero.

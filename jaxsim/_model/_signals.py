@@ -201,7 +201,7 @@ class Step(AbstractSignal):
 
 
 class Ramp(AbstractSignal):
-    r"""A ramp: $u(t) = $ `off` $+$ `slope` $\max(t - T, 0)$ (continuous, kink at $T$).
+    r"""A ramp: $u(t) = \mathrm{off} + \mathrm{slope}\,\max(t - T, 0)$ (continuous, kink at $T$).
 
     **Arguments:**
 

@@ -368,6 +368,20 @@ def trailing_dims(name: str, shape: tuple, element: str | None) -> list[str]:
     return dims
 
 
+# Units of an inertia tensor: a parameter of trailing shape (3, 3) in one of them is a matrix in a
+# frame (e.g. `mc.PrincipalInertia`'s draws), labelled `row`/`column` as the outputs' tensors.
+_INERTIA_UNITS = ("kg m^2", "kg*m^2", "kg m2", "kg.m^2")
+
+
+def param_dims(name: str, shape: tuple, unit: str | None) -> list[str]:
+    """Dimension names of a parameter's axes: `trailing_dims`, and `row`/`column` for a (3, 3)
+    tensor in an inertia unit (its name need not carry a frame suffix)."""
+    dims = trailing_dims(name, shape, None)
+    if unit in _INERTIA_UNITS and tuple(shape[-2:]) == (3, 3):
+        dims[-2:] = ["row", "column"]
+    return dims
+
+
 # ----------------------------------------------------------------------------------------------
 # Columns: (name, array, dims after the leading ones, attrs)
 # ----------------------------------------------------------------------------------------------

@@ -139,6 +139,7 @@ class Milstein(AbstractSDESolver):
     $$\mathbf y_{n+1} = \mathbf y_n + \mathbf f h + \sum_k \mathbf g_k\Delta W_k
     + \tfrac12\sum_{j,k}(L^j\mathbf g_k)(\Delta W_j\Delta W_k - \delta_{jk}h),\qquad
     L^j\mathbf g_k = \frac{\partial\mathbf g_k}{\partial\mathbf y}\mathbf g_j,$$
+
     all at $(t_n, \mathbf y_n)$. The $m$ directional derivatives are one batched `jax.jvp` of the
     diffusion (Basilisk's `RKMil` uses a finite-difference support point instead; same order).
 
@@ -186,7 +187,9 @@ class SRA1(AbstractSDESolver):
     With $\chi = I_{(1,0)}/h = (\Delta W + \Delta Z/\sqrt3)/2$ and the tableau $A_{10} = 3/4$,
     $B_{10} = 3/2$, $\alpha = (1/3, 2/3)$, $c^{(0)} = (0, 3/4)$, $c^{(1)} = (1, 0)$,
     $\beta^{(1)} = (1, 0)$, $\beta^{(2)} = (-1, 1)$:
+
     $$H_2 = \mathbf y_n + \tfrac34 h\,\mathbf f(t_n, \mathbf y_n) + \tfrac32 G(t_n + h)\chi,$$
+
     $$\mathbf y_{n+1} = \mathbf y_n + h\big(\tfrac13\mathbf f(t_n, \mathbf y_n) + \tfrac23\mathbf f(t_n + \tfrac34h, H_2)\big)
     + G(t_n + h)\Delta W + \big(G(t_n) - G(t_n + h)\big)\chi.$$
 

@@ -201,6 +201,8 @@ def _layout(structure: dict, units: dict, infos) -> dict:
     for path, (shape, dtype) in structure.items():
         new, dims, known = schema[path]
         unit = "s" if path.endswith((_SEP + "ts", _SEP + "t_final")) else units.get(path, "")
+        if path.startswith("params" + _SEP):
+            dims = _schema.param_dims(new, tuple(shape), unit)
         layout[_var_name(path)] = {"path": path, "shape": shape, "dtype": dtype, "name": new,
                                    "dims": ["member", *dims], "units": unit or known or ""}  # fmt: skip
     if len(layout) != 3 + len(structure):

@@ -434,6 +434,14 @@ class _Progress:
         if self.bar is not None:
             self.bar.status("running")
 
+    def adopted(self, done: int, failed: int):
+        """Members finished before this call (a resumed campaign's committed chunks): shown at
+        once and left out of the rate."""
+        if self.bar is not None:
+            self.bar.start_at(done, f"{done} adopted, {failed} failed")
+        if self.callback is not None:
+            self.callback(done, self.total)
+
     def update(self, done: int, step: int, failed: int):
         if self.bar is not None:
             self.bar.update(done, f"{failed} failed")

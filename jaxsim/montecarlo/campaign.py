@@ -160,13 +160,18 @@ def run_campaign(
     reporter = _Progress(progress, total, where)
     program, computed, done, failed = None, 0, 0, 0
     try:
-        for k in plan.mine:
+        # Chunks adopted from disk: counted at once, before the rate is measured (they were
+        # not computed by this call).
+        for k in done_chunks:
             lo, hi = k * size, min((k + 1) * size, n_members)
+            failed += int(np.sum(~np.asarray(root["ok"][lo:hi])))
+            done += hi - lo
+        if done_chunks:
+            reporter.adopted(done, failed)
+        for k in plan.mine:
             if k in done_chunks:
-                failed += int(np.sum(~np.asarray(root["ok"][lo:hi])))
-                done += hi - lo
-                reporter.update(done, hi - lo, failed)
                 continue
+            lo, hi = k * size, min((k + 1) * size, n_members)
             if max_chunks is not None and computed >= max_chunks:
                 break
             if program is None:
@@ -177,6 +182,15 @@ def run_campaign(
             done += hi - lo
             failed += int(np.sum(~arrays["ok"]))
             reporter.update(done, hi - lo, failed)
+    except KeyboardInterrupt:
+        reporter.close()
+        committed = len(done_chunks) + computed
+        raise KeyboardInterrupt(
+            f"{where}: interrupted; {committed} of {len(plan.mine)} chunks of this process are "
+            f"committed in {str(plan.directory)!r} ({len(done_chunks)} adopted, {computed} "
+            "computed by this call). Run the same call again to resume: committed chunks are "
+            "verified, not computed again."
+        ) from None
     finally:
         reporter.close()
     if plan.shared:

@@ -334,6 +334,11 @@ class PrincipalInertia(AbstractDistribution):
     def shape(self):
         return (3, 3)
 
+    @property
+    def unit(self) -> str:
+        """The unit of the draws (recorded with the results; their axes are `row`/`column`)."""
+        return "kg m^2"
+
     def sample(self, key):
         # One normal draw: the axes' rotation vector, then all `max_tries` candidates at once (a
         # straight-line program, no loop); the first physical candidate is kept.

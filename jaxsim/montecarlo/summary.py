@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._result import _schema
 from ..plotting import pyplot
 from ._records import (
     _SEP,
@@ -223,7 +224,10 @@ def plot_campaign(
     - `name`: the output's key as `summarize_campaign` returns it (e.g. `"outputs/omega_BN_B"`),
       shape `(time,)` or `(time, k)` per member.
     - `percentiles`: lower percentiles of the bands, each in `[0, 50)`.
-    - `labels`, `ylabel`, `title`: component names (default `"[i]"`) and axis texts.
+    - `labels`, `ylabel`, `title`: component names and axis texts. Default labels: the
+      store's component coordinate (`x`, `y`, `z` along `xyz`; `s1`.. along `mrp`), else
+      `"[i]"`; each axis shows the output's name and its unit from the store (`omega_BN_B x
+      [rad/s]`).
 
     **Returns:** a matplotlib Figure with one axis per component; the time axis is the sample
     times `ts` of the first committed member [s] (the sample index without a `ts` output).
@@ -241,14 +245,35 @@ def plot_campaign(
             f"{where}: `name` must be an output of shape (time,) or (time, k) per member; "
             f"{name!r} has shape {med.shape}."
         )
+    components = med.shape[1:]
     med = med.reshape(med.shape[0], -1)
     k = med.shape[1]
-    labels = [f"[{i}]" for i in range(k)] if labels is None else list(labels)
+    _, root, ranges, _ = _campaign(directory, where)
+    unit, dims = "", ()
+    for array in root.array_keys():  # the store's array of `name` (keys as summarize_campaign's)
+        path = root[array].attrs["path"]
+        key = "value" if path == "outputs" else path.removeprefix("outputs" + _SEP)
+        if key == name:
+            unit = str(root[array].attrs.get("units", "") or "")
+            dims = tuple(getattr(root[array].metadata, "dimension_names", None) or ())
+            break
+    default = labels is None
+    if default:
+        known = [_schema.COMPONENTS.get(d) for d in dims[2:]]
+        if len(components) == 1 and known and known[0] is not None and len(known[0]) == k:
+            labels = list(known[0])
+        else:
+            labels = [f"[{i}]" for i in range(k)]
+    labels = list(labels)
     if len(labels) != k:
         raise ValueError(f"{where}: `labels` needs {k} entries; got {len(labels)}.")
+    if ylabel:
+        quantity = ylabel
+    else:  # the output's name with default labels; the given labels alone otherwise
+        quantity = name.rsplit(_SEP, 1)[-1] if default else ""
+    suffix = f" [{unit}]" if unit and unit != _schema.CODE_UNIT else ""
     t = np.arange(med.shape[0], dtype=float)
     xlabel = "sample"
-    _, root, ranges, _ = _campaign(directory, where)
     if ranges:
         lo = ranges[0][0]
         for ts_name in ("outputs.ts", "outputs.outputs.ts"):
@@ -266,7 +291,7 @@ def plot_campaign(
             hi_ = np.asarray(stats.percentiles[100.0 - p]).reshape(med.shape)[:, i]
             ax.fill_between(t, lo_, hi_, color="C0", alpha=0.15 + 0.15 * j,
                             label=f"{p:g}-{100.0 - p:g} %")  # fmt: skip
-        ax.set_ylabel(f"{ylabel} {labels[i]}".strip())
+        ax.set_ylabel(f"{quantity} {labels[i] if k > 1 else ''}".strip() + suffix)
         ax.grid(True, alpha=0.3)
     axes[0, 0].legend(loc="best", fontsize="small")
     axes[0, 0].set_title(title or f"{name}: {stats.n_ok} members ok, {stats.n_failed} failed")

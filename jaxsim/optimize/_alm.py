@@ -2,8 +2,10 @@ r"""A pure-JAX solver: augmented Lagrangian outer loop, projected quasi-Newton i
 
 For $c_{eq} = 0$, $c_{in} \le 0$ and bounds $l \le x \le u$, the outer loop minimizes over the
 box the augmented Lagrangian (Rockafellar's form for inequalities)
+
 $$L_A(x; \lambda, \mu, \rho) = J + \lambda^T c_{eq} + \tfrac\rho2|c_{eq}|^2
 + \tfrac1{2\rho}\big(|\max(0, \mu + \rho c_{in})|^2 - |\mu|^2\big),$$
+
 then updates $\lambda \leftarrow \lambda + \rho c_{eq}$, $\mu \leftarrow \max(0, \mu + \rho c_{in})$ and
 multiplies $\rho$ by 10 when the violation is above `constraint_tol` and fell by less than a factor
 of 4 (Nocedal & Wright,

@@ -2,6 +2,7 @@ r"""A nonlinear program over pytrees: objective, bounds, equality and inequality
 
 $$\min_x J(x, a)\quad\text{s.t.}\quad c_{eq}(x, a) = 0,\quad c_{in}(x, a) \le 0,\quad
 x_l \le x \le x_u,$$
+
 with $x$ any pytree of arrays (the decision variables) and $a$ any pytree of arrays (`args`: data
 that changes between solves without recompiling, e.g. a horizon, a target). The solvers see the
 flat vector of $x$ (`jax.flatten_util.ravel_pytree`).

@@ -78,7 +78,7 @@ class OptimizeResult(eqx.Module):
       always where the objective, the violation or the derivatives at `x` are not finite).
     - `iterations`: solver iterations (major iterations; outer iterations for `solve_jax`).
     - `multipliers`: `{"equality": (m_eq,), "inequality": (m_in,)}`, in the convention
-      $\nabla J + J_{eq}^T\lambda + J_{in}^T\mu = $ (bound terms), $\mu \ge 0$ for $c_{in} \le 0$.
+      $\nabla J + J_{eq}^T\lambda + J_{in}^T\mu =$ (bound terms), $\mu \ge 0$ for $c_{in} \le 0$.
     - `log`: per iteration, `{"objective": (k,), "violation": (k,)}` (and solver-specific rows;
       `solve_jax` pads unused rows with NaN).
     - `solver`: the solver's name; `solver_message`: its own words (host solvers).

@@ -5,8 +5,10 @@ r"""Published reference problems of trajectory optimization, built on `jaxsim.op
 constant thrust $T$ and mass flow $\dot m$, starting on a circular orbit of radius $r_0$, steers
 its thrust angle $\phi(t)$ (from the local horizontal) to reach the largest circular orbit at the
 fixed final time $t_f$. In canonical units ($\mu = r_0 = m_0 = 1$), polar coordinates:
+
 $$\dot r = u,\quad \dot\theta = v/r,\quad \dot u = \frac{v^2}{r} - \frac{\mu}{r^2}
 + \frac{T\sin\phi}{m_0 - \dot m t},\quad \dot v = -\frac{uv}{r} + \frac{T\cos\phi}{m_0 - \dot m t},$$
+
 maximize $r(t_f)$ subject to $u(t_f) = 0$, $v(t_f) = \sqrt{\mu/r(t_f)}$, from $r = 1$, $\theta = 0$,
 $u = 0$, $v = 1$. Bryson & Ho's data: $T = 0.1405$, $\dot m = 0.0749$, $t_f = 3.32$ (193 days for
 a Earth-Mars transfer with $r_0$ = 1 AU); their optimum $r(t_f) = 1.525$.

@@ -249,3 +249,67 @@ def test_failure_table_times_without_throw():
     assert float(single.t_final) < 2.0
     assert res.failure_table() == [(1, single.message, float(res.outputs["t_final"][1]))]
     np.testing.assert_allclose(res.outputs["t_final"][1], single.t_final, rtol=T_FINAL_RTOL)
+
+
+def test_ctrl_c_says_how_many_chunks_are_committed_and_how_to_resume(tmp_path, monkeypatch):
+    """Ctrl-C on a campaign dumped a 20-line traceback from inside a chunk with no line saying
+    what was kept; now a KeyboardInterrupt (still raised) whose message says how many chunks are
+    committed and that the same call resumes, without the chunk's traceback chained."""
+    from jaxsim.montecarlo import campaign
+
+    d = tmp_path / "c"
+    real, calls = campaign._run_chunk, []
+
+    def interrupted_at_the_second(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(campaign, "_run_chunk", interrupted_at_the_second)
+    with pytest.raises(KeyboardInterrupt) as info:
+        run(oscillator_member, d)
+    message = str(info.value)
+    assert message == (
+        f"run_campaign: interrupted; 1 of 3 chunks of this process are committed in {str(d)!r} "
+        "(0 adopted, 1 computed by this call). Run the same call again to resume: committed "
+        "chunks are verified, not computed again."
+    )
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    monkeypatch.setattr(campaign, "_run_chunk", real)
+    assert mc.load_campaign(d).members.tolist() == [0, 1, 2]
+
+
+def test_resumed_progress_counts_adopted_chunks_apart(tmp_path, monkeypatch):
+    """On resume the bar counted adopted chunks as computed: its rate (and so its estimate of
+    the time left) started from the first adopted chunk. Now the adopted members are shown at
+    once (`start_at`) and the rate is measured from the first computed chunk on."""
+    from jaxsim._drivers import _progress
+
+    d = tmp_path / "c"
+    run(oscillator_member, d, max_chunks=1)
+    seen = []
+
+    class Recorder:
+        def __init__(self, where, total, unit, **kw):
+            seen.append(("open", total))
+
+        def status(self, text):
+            pass
+
+        def start_at(self, n, extra=""):
+            seen.append(("start_at", n))
+
+        def update(self, n, extra=""):
+            seen.append(("update", n))
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(_progress, "Bar", Recorder)
+    counted = []
+    run(oscillator_member, d, progress=True)
+    run(oscillator_member, tmp_path / "d", max_chunks=1)
+    run(oscillator_member, tmp_path / "d", progress=lambda done, total: counted.append(done))
+    assert seen[:4] == [("open", N), ("start_at", 3), ("update", 6), ("update", 7)]
+    assert counted == [3, 6, 7]

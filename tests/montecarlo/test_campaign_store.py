@@ -172,3 +172,34 @@ def test_nonfinite_member_time(campaign):
     model = eqx.tree_at(lambda m: (m.a, m.x0), OSC, (jnp.asarray(np.nan), jnp.array([0.9, 0.0])))
     sol = js.simulate(model, model.init_state(), 2.0, dt=0.1, sample_dt=0.5, throw=False)
     assert float(res.outputs["t_final"][2]) == float(sol.t_final)
+
+
+def test_plot_campaign_labels_components_and_units_from_the_store(tmp_path):
+    """Panels were labelled `[0] [1] [2]` with no unit although the store carries the units and
+    the `xyz` coordinate of `omega_BN_B`: now `omega_BN_B x [rad/s]`, ..."""
+    import equinox as eqx
+    import jax.random as jr
+
+    import effectors as fx
+
+    sc = fx.Spacecraft(fx.Hub(100.0, np.diag([10.0, 20.0, 30.0])), name="sc")
+
+    def member(p):
+        model = eqx.tree_at(lambda s: s.hub.mass, sc, p["m"])
+        y0 = model.init_state(omega_BN_B=[0.01, 0.02, 0.03])
+        return js.simulate(model, y0, 0.4, dt=0.1, sample_dt=0.2)
+
+    disp = mc.Dispersions({"m": mc.Normal(100.0, 1.0, unit="kg")})
+    d = tmp_path / "c"
+    mc.run_campaign(member, disp, d, key=jr.key(0), n=4, chunk_size=2, load=False)
+    fig = mc.plot_campaign(d, "outputs/omega_BN_B")
+    assert [a.get_ylabel() for a in fig.axes] == [
+        "omega_BN_B x [rad/s]",
+        "omega_BN_B y [rad/s]",
+        "omega_BN_B z [rad/s]",
+    ]
+    fig = mc.plot_campaign(d, "outputs/sigma_BN", ylabel="attitude")
+    assert [a.get_ylabel() for a in fig.axes] == ["attitude s1", "attitude s2", "attitude s3"]
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

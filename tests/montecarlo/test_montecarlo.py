@@ -524,3 +524,23 @@ def test_campaign_validation_errors(tmp_path):
     (tmp_path / "x" / "manifest.json").write_text('{"format": "other"}')
     with pytest.raises(ValueError, match="`directory`"):
         mc.run_campaign(oscillator_member, np.ones(2), tmp_path / "x", chunk_size=2)
+
+
+def test_dispersed_inertia_has_the_outputs_dims_and_unit(tmp_path):
+    """`params.inertia` (a `PrincipalInertia`) came back with anonymous dimensions
+    (`params.inertia_0`, `_1`) and no unit, while the outputs' tensors use `row`/`column`: now
+    the same dimensions and `kg m^2`, in a batch's Dataset and in a campaign's store."""
+    disp = mc.Dispersions({"inertia": mc.PrincipalInertia(I_NOMINAL, 0.03)})
+
+    def member(p):
+        return {"trace": p["inertia"][0, 0] + p["inertia"][1, 1] + p["inertia"][2, 2]}
+
+    ds = mc.run_batch(member, disp, key=jr.key(0), n=4).to_xarray()
+    assert ds["params.inertia"].dims == ("member", "row", "column")
+    assert ds["params.inertia"].attrs["units"] == "kg m^2"
+    pytest.importorskip("zarr")
+    mc.run_campaign(member, disp, tmp_path / "c", key=jr.key(0), n=4, chunk_size=2, load=False)
+    ds = mc.open_campaign(tmp_path / "c")
+    assert ds["params.inertia"].dims == ("member", "row", "column")
+    assert ds["params.inertia"].attrs["units"] == "kg m^2"
+    assert list(ds["row"].values) == ["x", "y", "z"]
