@@ -284,7 +284,7 @@ def test_resumed_progress_counts_adopted_chunks_apart(tmp_path, monkeypatch):
     """On resume the bar counted adopted chunks as computed: its rate (and so its estimate of
     the time left) started from the first adopted chunk. Now the adopted members are shown at
     once (`start_at`) and the rate is measured from the first computed chunk on."""
-    from jaxsim._drivers import _progress
+    from jaxsim.montecarlo import batch
 
     d = tmp_path / "c"
     run(oscillator_member, d, max_chunks=1)
@@ -306,7 +306,7 @@ def test_resumed_progress_counts_adopted_chunks_apart(tmp_path, monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr(_progress, "Bar", Recorder)
+    monkeypatch.setattr(batch, "Bar", Recorder)
     counted = []
     run(oscillator_member, d, progress=True)
     run(oscillator_member, tmp_path / "d", max_chunks=1)
