@@ -164,8 +164,8 @@ def replay_safe(adjoint, y0, *inputs):
 def compiler_options() -> dict:
     """The compile options jaxsim uses on the current default backend (empty: XLA's defaults).
 
-    On the CPU: XLA's classic emitters, no YNNPACK fusions (module docstring), and the entry
-    `jaxsim._compilation._xla_options.MARKER` that compiles the program's small loops as one function each
+    On the CPU: XLA's classic emitters, no YNNPACK fusions (module docstring), and jaxsim's
+    marker entry that compiles the program's small loops as one function each
     (`jaxsim.small_loops()`; jaxsim's hook on JAX turns it into XLA's per-program option). Given to
     a `jax.jit` of your own, the entry hoists that program's loops too; `jaxsim.jit` also traces
     jaxsim's step loops in the form that suits hoisting, so prefer it."""
