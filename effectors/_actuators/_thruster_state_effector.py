@@ -4,11 +4,14 @@ Each thruster $i$ carries a thrust factor $\kappa_i\in[0,1]$ with
 
 $$\dot\kappa_i = \omega_{c,i}\,\big(s_i(t) - \kappa_i\big),$$
 
-$s_i(t)\in\{0,1\}$ the firing state of the on-time command in force (Basilisk's rule: fires iff
-$T_i > 0$ and $t \le t_c + T_i$, the module docstring of `effectors._actuators._thrusters`), $\omega_{c,i}$
-the cutoff frequency [rad/s]. The thrust is $F_i = \kappa_i F_{\max,i}$ along $\hat{\mathbf t}_i$,
-continuous in time: adaptive solvers and gradients see a smooth thrust (the switch of $s_i$ is
-a kink in $\kappa_i$, not a jump in the force).
+$s_i(t)\in\{0,1\}$ the firing state of the on-time command in force (Basilisk
+`thrusterStateEffector`'s rule: fires iff $T_i > 0$ and $(t_c + T_i) - \tau \ge 0$ at the stage
+time $\tau$, exactly, in Basilisk's floating point on the fixed-step path; not the tolerance test
+of `thrusterDynamicEffector` that `Thrusters` uses, module docstring of
+`effectors._actuators._thrusters`), $\omega_{c,i}$ the cutoff frequency [rad/s]. The thrust is
+$F_i = \kappa_i F_{\max,i}$ along $\hat{\mathbf t}_i$, continuous in time: adaptive solvers and
+gradients see a smooth thrust (the switch of $s_i$ is a kink in $\kappa_i$, not a jump in the
+force).
 """
 
 import equinox as eqx
@@ -23,9 +26,12 @@ from .._spacecraft._physical import nonnegative, positive
 from .._spacecraft._types import BackSub, Contribution, HubContext, MassContext, supplied
 from ._thrusters import (
     G0,
+    STATE_RULE,
     OnTimeSchedule,
     _on_time_window,
     _thruster_arrays,
+    basilisk_stage_times,
+    basilisk_window,
     on_time_command_state,
     thruster_loads,
 )
@@ -41,7 +47,8 @@ class ThrusterStateEffector(AbstractStateEffector):
     the force through $B$ and the torque $\sum_i \mathbf r_{T_i/B}\times\mathbf F_i + \kappa_i\tau_{s,i}
     \hat{\mathbf t}_i$ (plus the exhaust terms of `thruster_loads` with `depletion_loads`), entering
     the hub equations as back-substitution vectors $\mathbf v_{trans}$, $\mathbf v_{rot}$. $s_i$ is the
-    firing state of the on-time command (Basilisk's rule, as for `Thrusters`): from
+    firing state of the on-time command (Basilisk `thrusterStateEffector`'s exact end test, not the
+    tolerance test of `Thrusters`; module docstring): from
     `commands` (an `OnTimeSchedule`) and from flight software writing `args[name]["on_time"]`,
     `["on_time_start"]` (e.g. `OnTimeFSW`), summed and clipped to $[0, 1]$.
 
@@ -197,21 +204,27 @@ class ThrusterStateEffector(AbstractStateEffector):
             x["t_start"] = jnp.zeros(())
         return x
 
-    def _schedule_state(self, t, t_select):
-        """Firing state (n,) of `commands` at `t`, with the command in force at `t_select`."""
+    def _schedule_state(self, t, t_select, tau=None):
+        """Firing state (n,) of `commands` at `t`, with the command in force at `t_select`
+        (Basilisk `thrusterStateEffector`'s end test, `STATE_RULE`; at Basilisk's stage time
+        `tau` when given)."""
         sched = self.commands_schedule
         if sched is None:
             return jnp.zeros(self.n)
         T = sched.effective()
         k = jnp.searchsorted(sched.times, t_select, side="right") - 1
         kk = jnp.clip(k, 0, sched.times.shape[0] - 1)
-        on = jnp.where(k >= 0, _on_time_window(T[kk], sched.times[kk], t), 0.0)
+        if tau is None:
+            on = _on_time_window(T[kk], sched.times[kk], t, STATE_RULE)
+        else:
+            on = jnp.where(basilisk_window(T[kk], sched.times[kk], tau, tau, STATE_RULE), 1.0, 0.0)
+        on = jnp.where(k >= 0, on, 0.0)
         return jnp.broadcast_to(on, (self.n,))
 
     def firing(self, t, args):
         """$s_i(t)$ (n,): the schedule's and the flight-software command's firing states, clipped."""
         s = self._schedule_state(t, held_time(t)) + on_time_command_state(
-            self.name, args, self.n, t
+            self.name, args, self.n, t, STATE_RULE
         )
         return jnp.clip(s, 0.0, 1.0)
 
@@ -278,8 +291,11 @@ class ThrusterStateEffector(AbstractStateEffector):
         h = t - t0
         mid = t0 + 0.5 * h
         wc = self.cutoff_frequency
-        s1 = self._schedule_state(t0, mid)
-        s2 = self._schedule_state(mid, mid)
+        # The firing states at the stages, at Basilisk's stage times (as the drift saw them).
+        tau1 = basilisk_stage_times(t0, t, 0.0, 0.0, False)[0]
+        tau2 = basilisk_stage_times(t0, t, 0.5, 0.0, False)[0]
+        s1 = self._schedule_state(t0, mid, tau1)
+        s2 = self._schedule_state(mid, mid, tau2)
         k1 = wc * (s1 - k0)
         k2 = wc * (s2 - (k0 + 0.5 * h * k1))
         k3 = wc * (s2 - (k0 + 0.5 * h * k2))

@@ -31,6 +31,11 @@ On the adaptive path, and at the first stage just past a segment boundary of a s
 (`discontinuities=`: window ends as segment edges), the window is compared exactly at the
 evaluation time.
 
+Basilisk's `thrusterStateEffector` (`ThrusterStateEffector`) decides its firing state by its own
+test, $(t_c + T_i) - \tau \ge 0$ at the same stage times, without the tolerance: there a window
+ending on a step end is off at that step's last stage when its time rounds above the end, and on
+at the next step's first stage. Each kind keeps its module's test (`DYNAMIC_RULE`, `STATE_RULE`).
+
 **Minimum on-time** (`MinOnTime`): a requested $T_i$ below the thruster's minimum on-time is
 honoured only if the thruster is firing when the command arrives (the previous window covers
 $t_c$); otherwise it becomes 0 (no firing). A request $\ge$ the minimum always replaces the previous
@@ -80,37 +85,64 @@ _NANO2SEC = 1e-9
 _END_TOL = 1e-9
 
 
-def _on_time_window(on_time, start, t):
-    r"""1.0 where a command `(start, on_time)` fires at `t` (Basilisk's closed window), else 0.
+# The two Basilisk modules decide the firing state by different end tests (each kind of jaxsim
+# thruster keeps its module's rule): `thrusterDynamicEffector` accepts a stage up to a tolerance
+# past the end, `thrusterStateEffector` compares exactly.
+DYNAMIC_RULE, STATE_RULE = "dynamic", "state"
 
-    Inside a fixed-step stage (`jaxsim.signals.stage_clock`) the test is Basilisk's, in its own
-    floating point: the stage time $\tau = t_k + c\,h$ with $t_k$ and $h$ rounded to integer
-    nanoseconds and converted as Basilisk does, the start rounded the same way, and the end
-    accepted while $(T + t_c) - \tau \ge -10^{-9}(\tau - \tau_{prev})$, $\tau_{prev}$ the previous
-    evaluation's time (the previous stage, or the last stage of the previous step). Elsewhere
-    (adaptive drivers, outputs), and at a first stage that a segment driver evaluates just past a
-    segment boundary (`discontinuities=`), the window $t \le t_c + T$ is compared exactly.
-    """
-    clock = stage_clock()
-    if clock is None:
-        return jnp.where((on_time > 0.0) & (t <= start + on_time), 1.0, 0.0)
-    a, b, c, c_prev, prev_step = clock
+
+def basilisk_stage_times(a, b, c, c_prev, prev_step):
+    r"""`(tau, tau_prev)`: Basilisk's time of the RK stage of node `c` of the step $[a, b]$, and of
+    the evaluation before it (node `c_prev` of this step, or of the previous step when
+    `prev_step`): $\tau = t_k + c\,h$ with $t_k$ and $h$ integer nanoseconds times $10^{-9}$, in
+    Basilisk's floating point."""
     ns_k = jnp.round(a / _NANO2SEC)
     ns_h = jnp.round((b - a) / _NANO2SEC)
     t_k = ns_k * _NANO2SEC
     h = ns_h * _NANO2SEC
-    tau = t_k + h * c
     t_prev = jnp.where(prev_step, (ns_k - ns_h) * _NANO2SEC, t_k)
-    tau_prev = t_prev + h * c_prev
-    # The issue time as Basilisk stores it (value only: the gradient still flows to `start`).
+    return t_k + h * c, t_prev + h * c_prev
+
+
+def basilisk_window(on_time, start, tau, tau_prev, rule):
+    r"""Whether a command `(start, on_time)` fires at Basilisk's stage time `tau` (bool).
+
+    The issue time is Basilisk's (integer nanoseconds times $10^{-9}$; value only, the gradient
+    flows to `start`), the end $E = T + t_c$ in its floating point. `DYNAMIC_RULE`
+    (`thrusterDynamicEffector`): fires while $E - \tau \ge -10^{-9}(\tau - \tau_{prev})$;
+    `STATE_RULE` (`thrusterStateEffector`): while $E - \tau \ge 0$ (exact: no tolerance, so a
+    last stage a round-off past $E$ is off, and a first stage of the next step at $E$ on).
+    """
     start_b = start + jax.lax.stop_gradient(jnp.round(start / _NANO2SEC) * _NANO2SEC - start)
     left = on_time + start_b - tau
-    basilisk = left >= -(tau - tau_prev) * _END_TOL
+    if rule == STATE_RULE:
+        return (on_time > 0.0) & (left >= 0.0)
+    return (on_time > 0.0) & (left >= -(tau - tau_prev) * _END_TOL)
+
+
+def _on_time_window(on_time, start, t, rule=DYNAMIC_RULE):
+    r"""1.0 where a command `(start, on_time)` fires at `t` (Basilisk's closed window), else 0.
+
+    Inside a fixed-step stage (`jaxsim.signals.stage_clock`) the test is Basilisk's module's own
+    (`rule`: `DYNAMIC_RULE` for `Thrusters`, `STATE_RULE` for `ThrusterStateEffector`), in its
+    floating point, at Basilisk's stage time (`basilisk_stage_times`, `basilisk_window`).
+    Elsewhere (adaptive drivers, outputs), and at a first stage that a segment driver evaluates
+    just past a segment boundary (`discontinuities=`), the window $t \le t_c + T$ is compared
+    exactly.
+    """
+    if rule not in (DYNAMIC_RULE, STATE_RULE):
+        raise ValueError(f"_on_time_window: unknown rule {rule!r}.")
+    clock = stage_clock()
+    if clock is None:
+        return jnp.where((on_time > 0.0) & (t <= start + on_time), 1.0, 0.0)
+    a, b, c, c_prev, prev_step = clock
+    tau, tau_prev = basilisk_stage_times(a, b, c, c_prev, prev_step)
+    basilisk = basilisk_window(on_time, start, tau, tau_prev, rule)
     # A first stage that a segment driver moved just past a segment boundary (`discontinuities=`:
     # window ends as segment edges) sees the right limit there: the exact test, as off the grid.
     past_edge = (c == 0) & (t > a)
-    fires = jnp.where(past_edge, t <= start + on_time, basilisk)
-    return jnp.where((on_time > 0.0) & fires, 1.0, 0.0)
+    fires = jnp.where(past_edge, (on_time > 0.0) & (t <= start + on_time), basilisk)
+    return jnp.where(fires, 1.0, 0.0)
 
 
 def effective_on_times(times, on_times, min_on_time):
@@ -221,15 +253,15 @@ class OnTimeSchedule(AbstractSignal):
         return tuple(self.times[k] for k in range(self.times.shape[0])) + tuple(ends)
 
 
-def on_time_command_state(name, args, n, t):
+def on_time_command_state(name, args, n, t, rule=DYNAMIC_RULE):
     """Firing state `(n,)` from the flight-software command `args[name]` (`on_time`,
-    `on_time_start`) at `t`; zeros without a command."""
+    `on_time_start`) at `t` (`rule`: `_on_time_window`'s); zeros without a command."""
     on_time = command(args, name, "on_time")
     if on_time is None:
         return jnp.zeros(n)
     T = jnp.broadcast_to(jnp.asarray(on_time), (n,))
     start = jnp.asarray(command(args, name, "on_time_start", 0.0))
-    return _on_time_window(T, start, t)
+    return _on_time_window(T, start, t, rule)
 
 
 def thruster_loads(r_TB_B, tHat_B, thrust, mdot, omega_BN_B, swirl, area_nozzle, depletion):

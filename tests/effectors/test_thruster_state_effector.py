@@ -139,3 +139,89 @@ def test_validation():
         )
     with pytest.raises(ValueError, match="ThrusterStateEffector.*Isp"):
         fx.ThrusterStateEffector(R_AX, T_AX, F_MAX, [200.0, -1.0], WC)
+
+
+# --------------------------------------------------------------------------------------------------
+# Basilisk `thrusterStateEffector`'s own firing rule at h = 0.01 s (issue 47): it fires while
+# (t_c + T) - tau >= 0, exactly, at its stage times tau (integer nanoseconds), not with the
+# tolerance of `thrusterDynamicEffector` (`effectors._actuators._thrusters.basilisk_window`).
+# --------------------------------------------------------------------------------------------------
+
+# The same equations, stages on and off, RK4 at the same step: float64 round-off over 600 steps
+# (measured <= 7e-15 on kappa, and on the hub states relative to their largest magnitude). One stage more or less of one
+# thruster (the tolerance rule of the other Basilisk module) is 3e-3 off on kappa.
+FINE_KAPPA_ATOL = 1e-12
+FINE_STATE_RTOL = 1e-12
+
+
+def test_each_kind_keeps_its_basilisk_end_test():
+    """At h = 0.01 s a window (2 s, 15.5 s) ends at E = 17.5 s: the last stage of the step ending
+    there is at tau = 17.49 + 0.01 = 17.500000000000004 > E (Basilisk's nanosecond arithmetic), the
+    first stage of the next step at tau = 17.5 = E after it. The dynamic module's tolerance fires the first and not the second;
+    the state module's exact test the reverse."""
+    from effectors._actuators._thrusters import (
+        DYNAMIC_RULE,
+        STATE_RULE,
+        basilisk_stage_times,
+        basilisk_window,
+    )
+
+    T, t_c = jnp.asarray(15.5), jnp.asarray(2.0)
+    last, before_last = basilisk_stage_times(17.49, 17.5, 1.0, 0.5, False)
+    first, before_first = basilisk_stage_times(17.5, 17.51, 0.0, 1.0, True)
+    assert float(last) > float(T + t_c) == float(first)
+    fires = {
+        rule: (
+            bool(basilisk_window(T, t_c, last, before_last, rule)),
+            bool(basilisk_window(T, t_c, first, before_first, rule)),
+        )
+        for rule in (DYNAMIC_RULE, STATE_RULE)
+    }
+    assert fires == {DYNAMIC_RULE: (True, False), STATE_RULE: (False, True)}
+
+
+@pytest.mark.crossval
+def test_state_effector_firing_rule_matches_basilisk_at_fine_step():
+    """h = 0.01 s, windows ending on step ends (1.5, 3.2, 5.51 s), half steps (0.875, 2.015,
+    5.505 s) and inside steps (0.6225, 2.6233, 3.51 s) vs live `thrusterStateEffector`: with
+    `basilisk_hold` the reported (held) thrust factor and the hub states; without it the integrated
+    thrust factor, from the schedule and from flight software (`OnTimeFSW`, held outputs). With the
+    dynamic module's tolerance rule kappa was 3.3e-3 off (a047f94 until this fix)."""
+    pytest.importorskip("Basilisk")
+    from tests.effectors.test_thrusters import FINE_COMMANDS, FINE_DT
+    from tests.reference import basilisk_thrusters as bth
+
+    S = dict(
+        bth.SCENARIO, commands=FINE_COMMANDS, v_CN_N0=[0.0, 0.0, 0.0], dyn_dt=FINE_DT,
+        fsw_dt=FINE_DT, duration=6.0, sample_dt=0.5, state=True, kappa_state=True,
+    )  # fmt: skip
+    ref = bth.run(**S)
+    times = [c[0] for c in FINE_COMMANDS]
+    table = [c[1] for c in FINE_COMMANDS]
+    sched = fx.OnTimeSchedule(times, table)
+
+    def run(commands, hold, clocks=()):
+        thr = fx.ThrusterStateEffector(
+            S["r_TB_B"], bth.tHat_B(S), S["max_thrust"], S["Isp"], S["cutoff_frequency"],
+            commands, basilisk_hold=hold,
+        )  # fmt: skip
+        sc = fx.Spacecraft(fx.Hub(S["mass"], S["I_B"]), state_effectors=(thr,))
+        y0 = sc.init_state(S["r_CN_N0"], S["v_CN_N0"], S["sigma_BN0"], S["omega_BN_B0"])
+        return js.simulate(
+            sc, y0, S["duration"], dt=FINE_DT, solver=js.RK4(), sample_dt=0.5, clocks=clocks
+        )
+
+    held = run(sched, True)
+    err = np.abs(np.asarray(held.ys["thrusters"]["kappa_held"]) - ref["thrust_factor"]).max()
+    assert err <= FINE_KAPPA_ATOL, f"held kappa: max abs {err:.3g}"
+    for key in ("r_BN_N", "v_BN_N", "sigma_BN", "omega_BN_B"):
+        # Relative to the largest magnitude of the series (it starts at rest: v = 0).
+        err = np.abs(np.asarray(held.ys["hub"][key]) - ref[key]).max() / np.abs(ref[key]).max()
+        assert err <= FINE_STATE_RTOL, f"{key}: max rel {err:.3g}"
+    t_j, T_j = jnp.asarray(times), jnp.asarray(table)
+    fsw = fx.OnTimeFSW(
+        js.Schedule(times), lambda t, y, a: T_j[jnp.argmin(jnp.abs(t_j - t))], 3, tick_at_t0=False
+    )
+    for label, sol in (("schedule", run(sched, False)), ("fsw", run(None, False, (fsw,)))):
+        err = np.abs(np.asarray(sol.ys["thrusters"]["kappa"]) - ref["kappa"]).max()
+        assert err <= FINE_KAPPA_ATOL, f"{label} kappa: max abs {err:.3g}"

@@ -55,6 +55,9 @@ SCENARIO = {
     "area_nozzle": [0.0, 0.0, 0.0],  # [m^2]
     "swirl_torque": [0.0, 0.0, 0.0],  # [N m]
     "state": False,  # thrusterStateEffector instead of thrusterDynamicEffector
+    # thrusterStateEffector only: also sample its integrated thrust factors (the `kappaState`
+    # state, not the reported factor of the last stage) by running to each sample time in turn.
+    "kappa_state": False,
     # (write time [s], on-time per thruster [s]); an on-time of 0 stops a firing.
     "commands": [(0.0, [2.0, 0.0, 0.0]), (1.0, [0.0, 1.25, 0.0]), (3.0, [1.5, 0.0, 2.0])],
     # None, or a fuel tank fed by the thruster set (Basilisk `fuelTank`, added to the dynamics task
@@ -81,7 +84,8 @@ def run(**overrides) -> dict:
     Returns float64 arrays sampled every `sample_dt` from t = 0 to `duration`: `t` [s], `r_BN_N`,
     `v_BN_N` [m, m/s], `sigma_BN`, `omega_BN_B` [rad/s], `massSC` [kg], `thrust_factor` (n,) and
     `thrust_force_B` (n, 3) [N] from the thrusters' output messages, and `mDot_total` [kg/s]
-    (the effector's last computed total mass flow, read after the run); with a `tank`, also
+    (the effector's last computed total mass flow, read after the run); with `kappa_state`, also
+    `kappa` (n,) (the integrated thrust factors at the sample times); with a `tank`, also
     `fuelMass` [kg] and `fuelMassDot` [kg/s] (its `fuelTankOutMsg`).
     """
     from Basilisk.architecture import messaging, sysModel
@@ -187,8 +191,19 @@ def run(**overrides) -> dict:
         sim.AddModelToTask("dynTask", r)
 
     sim.InitializeSimulation()
-    sim.ConfigureStopTime(macros.sec2nano(s["duration"]))
-    sim.ExecuteSimulation()
+    kappa = []
+    if s["kappa_state"]:
+        if not s["state"]:
+            raise ValueError("basilisk_thrusters.run: `kappa_state` needs `state=True`.")
+        n_samples = int(round(s["duration"] / s["sample_dt"]))
+        for k in range(n_samples + 1):
+            if k:
+                sim.ConfigureStopTime(k * ns)
+                sim.ExecuteSimulation()
+            kappa.append(np.asarray(thr.kappaState.getState(), dtype=float).reshape(-1))
+    else:
+        sim.ConfigureStopTime(macros.sec2nano(s["duration"]))
+        sim.ExecuteSimulation()
 
     f = lambda a: np.asarray(a, dtype=float)
     st = rec["state"]
@@ -199,6 +214,8 @@ def run(**overrides) -> dict:
     out["thrust_factor"] = np.stack([f(r.thrustFactor) for r in thr_rec], axis=1)
     out["thrust_force_B"] = np.stack([f(r.thrustForce_B) for r in thr_rec], axis=1)
     out["mDot_total"] = float(thr.mDotTotal)
+    if kappa:
+        out["kappa"] = np.stack(kappa)
     if tank is not None:
         out["fuelMass"] = f(rec["tank"].fuelMass)
         out["fuelMassDot"] = f(rec["tank"].fuelMassDot)
