@@ -254,6 +254,8 @@ def available() -> bool:
     import jax.numpy as jnp
     import numpy as np
 
+    # Local, as jax above: this module is imported before jax (module docstring), and the cache
+    # module imports jax at its top.
     from . import _cache
 
     if not _hook:
