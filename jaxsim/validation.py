@@ -5,7 +5,7 @@ Every check raises `ValueError` in the package's form
 the offending value; value checks run only on concrete arrays (tracers pass the shape checks only).
 
 `spans_checked()` tells a model input that covers a limited time span (it declares
-`time_span_checks(t0, t1)`, `jaxsim._model._spans`) whether the program being traced is one of
+`time_span_checks(t0, t1)`) whether the program being traced is one of
 `simulate`'s, whose run times were checked against the span before the run: the input then needs
 no run-time check (a host callback, which keeps the program out of JAX's persistent cache).
 """

@@ -130,7 +130,7 @@ class EphemerisPosition(eqx.Module):
 
     def time_span_checks(self, t0, t1) -> list:
         """`[(ok, message)]`: the run's times `[t0, t1]` [s] (past the epoch) inside the span the
-        ephemeris covers (`jaxsim._model._spans`: checked by `simulate` before the run)."""
+        ephemeris covers (checked by `simulate` before the run)."""
         lo, hi = self.ephemeris.span()
         if lo == -math.inf and hi == math.inf:
             return []
