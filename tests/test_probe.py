@@ -1315,3 +1315,246 @@ def test_setup_huge_max_steps_is_refused_naming_it(tmp_path):
     with pytest.raises(ValueError, match=re.escape("`max_steps` must be an int in [1, 2**63 - 1]")):
         js.simulate(sc, sc.init_state(), 1.0, solver=js.Tsit5(), rtol=1e-6, atol=1e-6,
                     max_steps=10**30)  # fmt: skip
+
+
+# Issue 47: the earlier probe's classes that still failed (each section: its class, the corrected
+# behaviour). The cases of 47.1, 47.3 and 47.4 failed on 590c771; those of 47.2 and 47.5 gave the
+# right answer there already (the probe's own tangency case was not reproduced; a tangency on a
+# clock tick, which did fire, is in tests/test_events.py): they pin the rules.
+
+# --------------------------------------------------------------------------------------------------
+# 47.1 A fixed step through a point mass's centre (a body from a bare `mu`, no radius)
+
+
+def test_fixed_step_fall_through_a_bare_point_mass_fails():
+    """RK4 (dt = 1 s) radial fall from rest at 7000 km onto `PointMassGravity(mu)` without
+    `min_radius`: the fall reaches the centre at ~1050 s and the steps there jump past it (x(2000)
+    = -4.8e10 m with ok=True and a finite gradient before); now the run fails (a step that does
+    not resolve the field, mu h^2 / r^3 > 4, makes the drift NaN) and the gradient is NaN. A
+    circular orbit is untouched."""
+    sc = _rigid_sc(gravity=[fx.PointMassGravity(MU_EARTH)])
+
+    def run(r):
+        y0 = sc.init_state(jnp.stack([r, 0.0, 0.0]), Z3, Z3, Z3)
+        return js.simulate(sc, y0, 2000.0, dt=1.0, throw=False)
+
+    sol = run(7.0e6)
+    assert not bool(sol.ok) and sol.result == js.RESULTS.nonfinite_state
+    assert float(sol.t_final) < 1100.0
+    g_r = jax.jit(jax.grad(lambda r: run(r).ys["hub"]["r_BN_N"][-1, 0]))(7.0e6)
+    assert np.isnan(float(g_r))
+    v = np.sqrt(MU_EARTH / 7.0e6)
+    y1 = sc.init_state(np.array([7.0e6, 0.0, 0.0]), np.array([0.0, v, 0.0]), Z3, Z3)
+    assert bool(js.simulate(sc, y1, 2000.0, dt=1.0, throw=False).ok)
+
+
+# --------------------------------------------------------------------------------------------------
+# 47.2 A tangency plus a later crossing: only the crossing fires
+
+
+class _Clock(js.AbstractDynamicObject):
+    """x = t."""
+
+    name: str = eqx.field(static=True, default="clock")
+
+    def init_state(self):
+        return {"x": jnp.asarray(0.0)}
+
+    def drift(self, t, y, args):
+        return {"x": jnp.asarray(1.0)}
+
+
+# (x - 1)^2 (1 - (x - 1)/10): touches zero at x = 1 (no sign change), crosses downwards at x = 11;
+# (x - 1)^2 (x - 3): touches from below at 1, crosses upwards at 3.
+_TOUCH_THEN_FALL = lambda t, y, a: (y["x"] - 1.0) ** 2 - 0.1 * (y["x"] - 1.0) ** 3  # noqa: E731
+_TOUCH_THEN_RISE = lambda t, y, a: (y["x"] - 1.0) ** 2 * (y["x"] - 3.0)  # noqa: E731
+# Event times vs the analytic crossing (Newton on the dense output, ~1e-13).
+_CROSS_ATOL = 1e-9
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [dict(solver=js.Tsit5(), rtol=1e-10, atol=1e-12), dict(solver=js.RK4(), dt=0.25)],
+    ids=["Tsit5", "RK4"],
+)
+def test_tangency_with_a_cubic_term_fires_only_at_the_crossing(kw):
+    model = _Clock()
+    cases = [
+        (_TOUCH_THEN_FALL, "both", 11.0),
+        (_TOUCH_THEN_FALL, "falling", 11.0),
+        (_TOUCH_THEN_RISE, "both", 3.0),
+        (_TOUCH_THEN_RISE, "rising", 3.0),
+    ]
+    for cond, direction, t_cross in cases:
+        ev = js.Event(cond, direction=direction, name="touch")
+        sol = js.simulate(model, model.init_state(), 12.0, events=(ev,), max_events=4, **kw)
+        assert int(sol.events.count) == 1, (direction, np.asarray(sol.events.t))
+        assert abs(float(sol.events.t[0]) - t_cross) < _CROSS_ATOL
+
+
+# --------------------------------------------------------------------------------------------------
+# 47.3 MuJoCo commands that nothing reads, or that would be broadcast over the bodies
+
+
+_NO_ACTUATORS = (
+    '<mujoco><worldbody><body name="rotor"><joint name="h" type="hinge" axis="0 0 1"/>'
+    '<inertial pos="0 0 0" mass="1" diaginertia="1 1 2"/></body></worldbody></mujoco>'
+)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ({"ctrl": np.ones(1)}, r"`args\['ctrl'\]` must have shape \(0,\).*nothing reads it"),
+        ({"ctrl": 1.0}, r"`args\['ctrl'\]` must have shape \(0,\).*got shape \(\)"),
+        (
+            {"xfrc_applied": np.ones(6)},
+            r"`args\['xfrc_applied'\]` must have shape \(2, 6\).*\(6,\)",
+        ),
+        ({"xfrc_applied": np.ones((1, 6))}, r"must have shape \(2, 6\).*not broadcast.*\(1, 6\)"),
+        ({"xfrc_applied": 1.0}, r"`args\['xfrc_applied'\]` must have shape \(2, 6\)"),
+    ],
+)
+def test_mujoco_commands_without_a_reader_or_broadcast_are_refused(args, match):
+    """A scene without actuators given `ctrl` (dropped) and one wrench row broadcast over every
+    body (the world body included) were accepted with ok=True; now refused by name."""
+    pytest.importorskip("mujoco")
+    scene = fx.MuJoCoScene(_NO_ACTUATORS)
+    with pytest.raises(ValueError, match=match):
+        js.simulate(scene, scene.init_state(), 0.1, dt=0.05, args=args)
+
+
+# --------------------------------------------------------------------------------------------------
+# 47.4 Clear errors: the argument, unit and value
+
+
+def _probe47_cases():
+    sc = _rigid_sc()
+    y0 = sc.init_state(Z3, Z3, Z3, np.array([0.01, 0.0, 0.0]))
+    tsit = dict(solver=js.Tsit5(), rtol=1e-6, atol=1e-9)
+    sh = fx.SphericalHarmonicGravity.j2(MU_EARTH, R_EARTH, J2_EARTH, central=True)
+    below = _rigid_sc(gravity=[sh])
+    y_below = below.init_state(np.array([6.0e6, 0.0, 0.0]), np.array([0.0, 7.0e3, 0.0]), Z3, Z3)
+    ext = _rigid_sc(dynamic_effectors=(fx.ExtForceTorque(name="ext"),))
+    y_ext = ext.init_state(Z3, Z3, Z3, Z3)
+
+    def fsw(held):
+        return js.DiscreteModel(
+            "fsw", js.Clock(0.5), lambda t, y, z, a: (z, held),
+            held0={"ext": {"torque_B": jnp.zeros(3)}},
+        )  # fmt: skip
+
+    line = _Clock()
+    return {
+        # was "The maximum number of solver steps was reached" (the solve never advanced)
+        "dt0 = 0 on Tsit5": (
+            lambda: js.simulate(sc, y0, 1.0, dt0=0.0, **tsit),
+            r"`dt` \(diffrax's `dt0`\) \[s\], the initial step of adaptive solver Tsit5, must be "
+            r"a finite number > 0.*got 0\.0",
+        ),
+        "dt = -1 on Tsit5": (
+            lambda: js.simulate(sc, y0, 1.0, dt=-1.0, **tsit),
+            r"`dt` .*must be a finite number > 0.*got -1\.0",
+        ),
+        # was "the state became non-finite" (fixed step) or "maximum number of solver steps"
+        "spherical harmonics below the surface": (
+            lambda: js.simulate(below, y_below, 10.0, dt=1.0),
+            r"initial centre of mass.*6e\+06 m from the centre of gravity body 'earth' "
+            r"\(SphericalHarmonicGravity\), inside its reference radius 6\.3781e\+06 m",
+        ),
+        # was "add got incompatible shapes for broadcasting: (3,), (2,)" from inside the drift
+        "torque_B signal of shape (2,)": (
+            lambda: fx.ExtForceTorque(torque_B=lambda t: jnp.zeros(2)),
+            r"ExtForceTorque: `torque_B` signal must return shape \(3,\) \[N m\]; got shape \(2,\)",
+        ),
+        "force_N signal of shape ()": (
+            lambda: fx.ExtForceTorque(force_N=js.PiecewiseConstant([0.5], [0.0, 1.0])),
+            r"ExtForceTorque: `force_N` signal must return shape \(3,\) \[N\]; got shape \(\)",
+        ),
+        # was a map of NaN torques
+        "singular wheel mapping": (
+            lambda: fx.RWMotorTorque(np.eye(3)[[0, 1, 1]]),
+            r"RWMotorTorque: `gsHat_B` must span the 3 control axes.*rank 2 < 3",
+        ),
+        # were "Incompatible shapes for broadcasting", "pytree structure error", "where requires"
+        "held output of another shape": (
+            lambda: js.simulate(
+                ext, y_ext, 1.0, dt=0.1, clocks=[fsw({"ext": {"torque_B": jnp.zeros(2)}})]
+            ),
+            r"update of discrete model 'fsw' returned held outputs of structure \{'ext': "
+            r"\{'torque_B': 'float64\[2\]'\}\}; expected that of its initial held outputs",
+        ),  # fmt: skip
+        "held output with another key": (
+            lambda: js.simulate(
+                ext,
+                y_ext,
+                1.0,
+                dt=0.1,
+                clocks=[fsw({"ext": {"torque_B": jnp.zeros(3), "force_B": jnp.zeros(3)}})],
+            ),
+            r"returned held outputs of structure .*'force_B'.*expected that of its initial",
+        ),  # fmt: skip
+        "held output not a dict": (
+            lambda: js.simulate(ext, y_ext, 1.0, dt=0.1, clocks=[fsw({"ext": jnp.zeros(3)})]),
+            r"returned held outputs of structure \{'ext': 'float64\[3\]'\}",
+        ),
+        # was "'NoneType' object has no attribute 'dtype'" (and raw errors for the others)
+        "event cond returning None": (
+            lambda: js.simulate(
+                line, line.init_state(), 1.0, dt=0.1, events=(js.Event(lambda t, y, a: None),)
+            ),
+            r"the condition of `events\[0\]` \('event'\), `cond\(t, y, args\)`, must return a "
+            r"real scalar \(a float, or a bool\); got None",
+        ),  # fmt: skip
+        "event cond returning a vector": (
+            lambda: js.simulate(
+                line,
+                line.init_state(),
+                1.0,
+                dt=0.1,
+                events=(js.Event(lambda t, y, a: jnp.zeros(2) + t),),
+            ),
+            r"must return a real scalar.*got an array of shape \(2,\)",
+        ),  # fmt: skip
+        "event cond returning a dict": (
+            lambda: js.simulate(
+                line, line.init_state(), 1.0, dt=0.1, events=(js.Event(lambda t, y, a: y),)
+            ),
+            r"must return a real scalar.*got dict",
+        ),  # fmt: skip
+        "event cond None": (lambda: js.Event(cond=None), r"Event: `cond` must be callable"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_probe47_cases()))
+def test_issue47_clear_errors(case):
+    fn, match = _probe47_cases()[case]
+    with pytest.raises((ValueError, TypeError), match=match):
+        fn()
+
+
+# --------------------------------------------------------------------------------------------------
+# 47.5 An event starting on its surface: the rule
+
+
+@pytest.mark.parametrize("rate", [1.0, -1.0])
+@pytest.mark.parametrize("direction", ["rising", "falling", "both"])
+def test_event_starting_on_its_surface(direction, rate):
+    """c(t0) = 0 exactly: the event fires at t0 iff the condition heads into the side it fires
+    into (rising: up, falling: down, both: either way), as scipy's `solve_ivp` (bdsim's solver);
+    heading away it never fires (not at t0, not later), and a terminal one that fires at t0 ends
+    the run there. Documented in `jaxsim.Event` (`jaxsim/_events/_event.py`)."""
+    model = _Clock()
+    fires = direction == "both" or (direction == "rising") == (rate > 0)
+    for terminal in (False, True):
+        ev = js.Event(lambda t, y, a: rate * y["x"], direction=direction, terminal=terminal)
+        sol = js.simulate(
+            model, model.init_state(), 1.0, events=(ev,), max_events=2, solver=js.Tsit5(),
+            rtol=1e-9, atol=1e-12,
+        )  # fmt: skip
+        assert bool(sol.ok)
+        assert int(sol.events.count) == int(fires)
+        if fires:
+            assert float(sol.events.t[0]) == 0.0
+        ended = fires and terminal
+        assert float(sol.t_final) == (0.0 if ended else 1.0)

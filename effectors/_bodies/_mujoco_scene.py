@@ -383,7 +383,7 @@ class MuJoCoScene(AbstractDynamicObject):
         (checked by `simulate`: a misspelt or misshapen command is an error, not ignored)."""
         return {
             "ctrl": ArrayCommand((self.nu,)),
-            "xfrc_applied": ArrayCommand((self.nbody, 6)),
+            "xfrc_applied": ArrayCommand((self.nbody, 6), exact=True),  # a wrench per body
         }
 
     @property

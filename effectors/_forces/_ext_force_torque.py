@@ -3,6 +3,7 @@ r"""External force and torque (Basilisk `extForceTorque`)."""
 from collections.abc import Callable
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import ArrayLike, Float
 
@@ -14,11 +15,25 @@ from .._spacecraft._types import ForceTorque, HubContext
 
 
 def _vec_or_signal(arg, value):
+    unit = "N" if arg.startswith("force") else "N m"
     if value is None:
         return jnp.zeros(3)
     if isinstance(value, AbstractSignal) or callable(value):
+        # A signal is checked once, abstractly, at t = 0: its shape must be that of the load.
+        try:
+            shape = jax.eval_shape(lambda: jnp.asarray(evaluate(value, jnp.zeros(())))).shape
+        except Exception as err:  # noqa: BLE001  (report any failure of the user's callable)
+            raise ValueError(
+                f"ExtForceTorque: `{arg}` signal must be callable as f(t) -> (3,) [{unit}]; "
+                f"calling it at t=0 failed with {type(err).__name__}: {err}."
+            ) from err
+        if shape != (3,):
+            raise ValueError(
+                f"ExtForceTorque: `{arg}` signal must return shape (3,) [{unit}]; got shape "
+                f"{shape}."
+            )
         return value
-    return as_array("ExtForceTorque", arg, value, "N" if arg.startswith("force") else "N m", (3,))
+    return as_array("ExtForceTorque", arg, value, unit, (3,))
 
 
 class ExtForceTorque(AbstractDynamicEffector):

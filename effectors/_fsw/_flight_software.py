@@ -72,6 +72,7 @@ Example 8.14 (integral MRP feedback with RWs) and sec. 3.7 (MRP addition/subtrac
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim import AbstractClock, AbstractDiscreteModel
@@ -356,6 +357,11 @@ class MRPFeedback(eqx.Module):
         return z_next, -L
 
 
+# Smallest singular value of [C][G_s] (relative to the largest) below which the available wheel axes
+# do not span the control axes (round-off of unit vectors is ~1e-16).
+_SPAN_RTOL = 1e-10
+
+
 class RWMotorTorque(eqx.Module):
     r"""Map a required body torque onto the wheel motor torques (Basilisk `rwMotorTorque`).
 
@@ -372,8 +378,9 @@ class RWMotorTorque(eqx.Module):
     the map with $[Q]$ evaluated once (`RWAttitudeFSW.prepare` uses it once per run); the result is
     the same, bit for bit.
 
-    **Assumptions and limitations:** $[CG_s][CG_s]^T$ must be invertible (wheel axes spanning the control
-    axes); no torque saturation here.
+    **Assumptions and limitations:** $[CG_s][CG_s]^T$ must be invertible (the available wheel axes
+    spanning the control axes): a concrete mapping that is not is refused at construction, naming
+    its rank; no torque saturation here.
     """
 
     gsHat_B: Float[Array, "n 3"]
@@ -412,6 +419,22 @@ class RWMotorTorque(eqx.Module):
             fail(c, "available", "must be 0 or 1 per wheel", "-", av)
         self.available = av
         self.matrices = None
+        m = ca.shape[0]
+        if all(is_concrete(x) for x in (g, ca, av)) and int(np.sum(np.asarray(av))) >= m:
+            # The available wheels must span the control axes, else [CG_s][CG_s]^T is singular
+            # and the map is NaN (Basilisk's 3x3 inverse gives zero torque and prints an error).
+            CG = np.asarray(ca) @ np.asarray(g).T * np.asarray(av)[None, :]
+            sv = np.linalg.svd(CG, compute_uv=False)
+            if sv[-1] <= _SPAN_RTOL * sv[0]:
+                fail(
+                    c,
+                    "gsHat_B",
+                    f"must span the {m} control axes `control_axes_B` with the available wheels "
+                    f"([CG_s][CG_s]^T is singular: the wheel mapping has rank "
+                    f"{int(np.sum(sv > _SPAN_RTOL * sv[0]))} < {m})",
+                    "-",
+                    g,
+                )
 
     def _matrices(self):
         r"""The (n, 3) matrix $[Q]$ with $\mathbf u_s = [Q]\,\mathbf L_r$: $-[CG_s]^T([CG_s][CG_s]^T)^{-1}[C]$,

@@ -26,7 +26,14 @@ from jaxtyping import ArrayLike, Float
 
 from jaxsim.dynamic_object import AbstractDynamicObject, merge_derived
 from jaxsim.kinematics import cross3, dot3, inv3, mm3, mrp_dot, mrp_switch, mrp_to_dcm, mv3, tilde
-from jaxsim.validation import as_array, check_name, check_positive, check_unique_names
+from jaxsim.signals import stage_clock
+from jaxsim.validation import (
+    as_array,
+    check_name,
+    check_positive,
+    check_unique_names,
+    is_concrete,
+)
 
 from .._forces._gravity import AbstractGravityBody, gravity_at, gravity_bodies
 from . import _joints as joints
@@ -35,6 +42,13 @@ from ._hub import Hub
 from ._joints import JointContribution
 from ._physical import positive
 from ._types import BackSub, ForceTorque, HubContext, MassContext, MassProps
+
+
+# A fixed step h resolves a gravity body's field at distance r while mu h^2 / r^3 <= this: the
+# radial (tidal) rate lambda = sqrt(2 mu / r^3) then stays inside RK4's stability interval on the
+# imaginary axis, |lambda h| <= 2 sqrt(2). Beyond it a step is not an approximation of the motion
+# (e.g. a fall through a point mass's centre jumps past the singularity): the run fails.
+UNRESOLVED_FIELD = 4.0
 
 
 _HUB_KEY = "hub"
@@ -193,7 +207,12 @@ class Spacecraft(AbstractDynamicObject):
     `eqx.tree_at`, a dispersion or `vmap`): the run fails with `invalid_model` (an error naming
     the check with `throw=True`), and its gradient is NaN. A CoM inside `min_radius` or a
     spherical-harmonic body's radius makes the derivative NaN: the run fails
-    (`nonfinite_state`, never `ok=True`) and its gradient is NaN.
+    (`nonfinite_state`, never `ok=True`) and its gradient is NaN; an initial state there is
+    refused at the call (`check_initial_state`, naming the body, distance and radius). Inside a
+    fixed step $h$, so does a CoM where a body's field is not resolved by the step,
+    $\mu h^2 / r^3 > 4$ (beyond RK4's stability interval for the radial rate
+    $\sqrt{2\mu/r^3}$; e.g. a fall through a point mass's centre, which a fixed step would
+    jump past with finite, wrong values).
     """
 
     # Python ints anywhere in a spacecraft (hub, gravity bodies, ...) are parameters: float64.
@@ -454,24 +473,65 @@ class Spacecraft(AbstractDynamicObject):
         return out
 
     def _singular(self) -> bool:
-        """Whether the drift checks the CoM against `min_radius` or a body's radius (static)."""
-        return self.min_radius is not None or any(
-            getattr(b, "radius", None) is not None for b in self.gravity
+        """Whether the drift checks the CoM against `min_radius`, a body's radius, or (inside a
+        fixed step) the field's resolution by the step (static)."""
+        return (
+            self.min_radius is not None
+            or any(getattr(b, "radius", None) is not None for b in self.gravity)
+            or (bool(self.gravity) and stage_clock() is not None)
         )
 
     def _admissible(self, ctx: HubContext):
-        """Traced bool: the CoM outside `min_radius` and the reference radius of every
-        spherical-harmonic body (the drift is NaN otherwise: the run fails)."""
+        r"""Traced bool: the CoM outside `min_radius` and the reference radius of every
+        spherical-harmonic body, and, inside a fixed step $h$, where every body's field is
+        resolved by the step ($\mu h^2 / r^3 \le$ `UNRESOLVED_FIELD`; a fall through a point
+        mass's centre, where a fixed step jumps past the singularity); the drift is NaN otherwise:
+        the run fails."""
         ok = jnp.asarray(True)
         r_abs = ctx.r_CN_N + ctx.r_origin_N
         if self.min_radius is not None:
             ok = ok & (dot3(ctx.r_CN_N, ctx.r_CN_N) >= self.min_radius**2)
+        clock = stage_clock()
         for b in self.gravity:
             R = getattr(b, "radius", None)
+            x = r_abs - b.position(ctx.t)
+            r2 = dot3(x, x)
             if R is not None:
-                x = r_abs - b.position(ctx.t)
-                ok = ok & (dot3(x, x) >= R**2)
+                ok = ok & (r2 >= R**2)
+            if clock is not None:
+                h = clock[1] - clock[0]
+                ok = ok & (b.mu * h * h <= UNRESOLVED_FIELD * r2 * jnp.sqrt(r2))
         return ok
+
+    def check_initial_state(self, t0, y0, args) -> None:
+        """Refuse (ValueError) an initial CoM inside `min_radius` or a spherical-harmonic body's
+        reference radius, naming the body, the distance and the radius [m] (`simulate` calls it
+        once, with concrete `t0`, `y0`; the run would fail at its first step)."""
+        if not self._singular() or not all(is_concrete(x) for x in jax.tree.leaves((t0, y0))):
+            return
+        ctx = self.context(jnp.asarray(t0, float), y0, args)
+        r_abs = ctx.r_CN_N + ctx.r_origin_N
+        if self.min_radius is not None and is_concrete(self.min_radius):
+            r = float(jnp.sqrt(dot3(ctx.r_CN_N, ctx.r_CN_N)))
+            if r < float(self.min_radius):
+                raise ValueError(
+                    f"Spacecraft: the initial centre of mass (from `y0['hub']['r_BN_N']` [m]) is "
+                    f"{r:.6g} m from the integration origin, inside `min_radius` "
+                    f"{float(self.min_radius):.6g} m."
+                )
+        for b in self.gravity:
+            R = getattr(b, "radius", None)
+            if R is None or not is_concrete(R):
+                continue
+            x = r_abs - b.position(jnp.asarray(t0, float))
+            r = float(jnp.sqrt(dot3(x, x)))
+            if r < float(R):
+                raise ValueError(
+                    f"Spacecraft: the initial centre of mass (from `y0['hub']['r_BN_N']` [m]) is "
+                    f"{r:.6g} m from the centre of gravity body {b.name!r} "
+                    f"({type(b).__name__}), inside its reference radius {float(R):.6g} m (the "
+                    "series diverges there)."
+                )
 
     def drift(self, t, y, args):
         ctx = self.context(t, y, args)

@@ -163,9 +163,12 @@ def command_shapes(commands: dict | None) -> dict | None:
 class ArrayCommand(NamedTuple):
     """In a `command_spec`, an address whose value is itself a command array (not a dict of
     them): `args[address]` must be an array that broadcasts to `shape` (None: not checked,
-    e.g. where objects of a `System` read the address differently)."""
+    e.g. where objects of a `System` read the address differently); with `exact`, of `shape`
+    itself (rows that belong to different elements, e.g. one wrench per body: one row broadcast
+    over all of them is refused)."""
 
     shape: tuple | None = None
+    exact: bool = False
 
 
 class System(AbstractDynamicObject):

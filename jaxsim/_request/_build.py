@@ -24,6 +24,8 @@ functions once on abstract values (`jax.eval_shape`) with an `args` that records
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from .._cores._adaptive import DEFAULT_GAINS, check_adjoint
 from .._drivers import _free_time
 from .._drivers._progress import check_progress
@@ -33,6 +35,7 @@ from .._model._dynamic_object import (
     structure_key,
 )
 from .._model._spans import check_time_spans
+from .._model._validation import is_concrete
 from .._route import SolverKind, route, solver_kind
 from ._clocked import _check_clocked, check_entries
 from ._commands import (
@@ -55,6 +58,7 @@ from ._settings import (
     Controller,
     _scalar,
     _scalar_shape,
+    _short,
     check_gains,
     check_key,
     check_solver,
@@ -128,6 +132,29 @@ class Request:
         return dataclasses.replace(self, **changes)
 
 
+def check_initial_state(model, y0, t0, args) -> None:
+    """A model's own check of a concrete initial state (the optional protocol
+    `check_initial_state(t0, y0, args)`, e.g. a spacecraft starting inside a body): a ValueError
+    naming the quantity, before anything is compiled."""
+    hook = getattr(model, "check_initial_state", None)
+    if callable(hook) and is_concrete(t0):
+        hook(t0, y0, args)
+
+
+def check_initial_step(solver_name: str, dt) -> None:
+    """An adaptive solver's initial step `dt` (diffrax's `dt0`) [s]: a finite scalar > 0 where
+    concrete (0 or a negative step never advances: the solve ran out of `max_steps`)."""
+    if isinstance(dt, bool) or not is_concrete(dt):
+        return
+    v = np.asarray(dt)
+    if v.shape != () or v.dtype.kind not in "iuf" or not np.isfinite(v) or float(v) <= 0.0:
+        raise ValueError(
+            f"simulate: `dt` (diffrax's `dt0`) [s], the initial step of adaptive solver "
+            f"{solver_name}, must be a finite number > 0, or None (chosen from `rtol`/`atol`); "
+            f"got {_short(dt)}."
+        )
+
+
 def build_request(
     model,
     y0,
@@ -189,6 +216,7 @@ def build_request(
     args = untag_args(model, args, skey)  # `Quantity` commands: units compared, values kept
     y0 = check_y0(model, y0, skey)
     check_physical(model, y0)
+    check_initial_state(model, y0, t0, args)
     check_times(t0, t1, ts, dt, sample_dt)
     check_time_spans(model, t0, t1)  # an ephemeris' records (`jaxsim._model._spans`)
     check_clock_ticks(clocks, t0, t1)
@@ -247,6 +275,8 @@ def build_request(
             r["dt"] = check_step(name, dt)
             if kind.driver == "fixed":
                 r["seg"] = grid_segments(ts, t0, t1, r["dt"])
+        if kind.adaptive and dt is not None:
+            check_initial_step(name, dt)
         if kind.driver == "clocked" and not free:
             r.update(_check_clocked(r, kind))
     if kind.adaptive and rtol is not None and atol is not None:

@@ -103,6 +103,29 @@ def check_entries(clocks, events) -> None:
             )
 
 
+def check_conditions(events, y0, args, t0) -> None:
+    """Each event condition returns a real scalar (a float, or a bool for a boolean condition)."""
+    for i, ev in enumerate(events):
+        where = f"simulate: the condition of `events[{i}]` ({ev.name!r}), `cond(t, y, args)`,"
+        try:
+            out = jax.eval_shape(ev.cond, jnp.asarray(t0, float), y0, args)
+        except TypeError as err:
+            if "not a valid JAX type" not in str(err):
+                raise
+            raise ValueError(
+                f"{where} must return a real scalar (a float, or a bool); got a value that is "
+                f"not an array ({err})."
+            ) from None
+        if not isinstance(out, jax.ShapeDtypeStruct):
+            got = "None" if out is None else f"{type(out).__name__} {_describe(out)}"
+            raise ValueError(f"{where} must return a real scalar (a float, or a bool); got {got}.")
+        if out.shape != () or np.dtype(out.dtype).kind not in "biuf":
+            raise ValueError(
+                f"{where} must return a real scalar (a float, or a bool); got an array of shape "
+                f"{out.shape} and dtype {out.dtype}."
+            )
+
+
 def check_resets(events, y0, z0, args, t0) -> None:
     """Each reset must return `(y, z)` shaped like the state and the discrete states."""
     want_y = jax.eval_shape(lambda: y0)
@@ -153,6 +176,7 @@ def _check_clocked(r: dict, kind: SolverKind) -> dict:
     disc = check_discontinuities(model, r["discontinuities"], t0, t1)
     held0 = initial_held(clocks, y0, args, t0)
     check_held_keys(clocks, held0, args)
+    check_conditions(events, y0, with_held(args, held0), t0)
     check_resets(events, y0, {m.name: m.init_state() for m in clocks}, with_held(args, held0), t0)
     grid = on_grid(r["solver"], kind.adaptive, r["dt"], events, disc, t0, plan.times, r["ts"])
     if not grid:

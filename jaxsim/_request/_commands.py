@@ -27,7 +27,9 @@ def _normalized(spec) -> dict:
     out = {}
     for address, keys in spec.items():
         if isinstance(keys, ArrayCommand):
-            out[address] = ArrayCommand(None if keys.shape is None else tuple(keys.shape))
+            out[address] = ArrayCommand(
+                None if keys.shape is None else tuple(keys.shape), keys.exact
+            )
         elif isinstance(keys, Mapping):
             out[address] = {k: None if s is None else tuple(s) for k, s in keys.items()}
         else:
@@ -41,7 +43,7 @@ def _check_entry(where: str, label: str, address, entry, keys: dict, what: str) 
     `where` starts the message ("simulate: " and, for held outputs, who writes them)."""
     name = f"{label}[{address!r}]"
     if isinstance(keys, ArrayCommand):
-        _check_array_entry(where, name, entry, keys.shape, what)
+        _check_array_entry(where, name, entry, keys.shape, what, keys.exact)
         return
     if not isinstance(entry, Mapping):
         raise ValueError(
@@ -58,14 +60,20 @@ def _check_entry(where: str, label: str, address, entry, keys: dict, what: str) 
         _check_shape(where, f"{name}[{k!r}]", value, keys[k], what)
 
 
-def _check_array_entry(where: str, name: str, entry, want, what: str) -> None:
-    """An address read as one array (`ArrayCommand`): not a dict, and broadcasting to `want`."""
+def _check_array_entry(where: str, name: str, entry, want, what: str, exact=False) -> None:
+    """An address read as one array (`ArrayCommand`): not a dict, and broadcasting to `want`
+    (with `exact`: of shape `want`)."""
     if want is not None and isinstance(entry, Mapping):
         raise ValueError(
             f"{where}`{name}` must be an array of shape {tuple(want)} for {what}; got a dict "
             f"with keys {sorted(map(str, entry))!r}."
         )
     _check_shape(where, name, entry, want, what)
+    if exact and want is not None and tuple(np.shape(entry)) != tuple(want):
+        raise ValueError(
+            f"{where}`{name}` must have shape {tuple(want)} for {what} (one row per element: "
+            f"not broadcast); got shape {tuple(np.shape(entry))}."
+        )
 
 
 def _dtype_of(value) -> np.dtype:
@@ -95,7 +103,12 @@ def _check_shape(where: str, name: str, value, want, what: str) -> None:
         ok = np.broadcast_shapes(shape, want) == tuple(want)
     except ValueError:
         ok = False
-    if not ok:
+    if not ok or (0 in tuple(want) and shape != tuple(want)):
+        if 0 in tuple(want):  # nothing reads it: a value here would be dropped silently
+            raise ValueError(
+                f"{where}`{name}` must have shape {tuple(want)} for {what} (it has no entries: "
+                f"nothing reads it); got shape {shape}."
+            )
         raise ValueError(
             f"{where}`{name}` must have shape {tuple(want)} (or one that broadcasts to it) for "
             f"{what}; got shape {shape}."
@@ -367,6 +380,21 @@ def _probed(key: tuple | None, run):
     return out
 
 
+def _check_held_structure(m, got, want) -> None:
+    """The held outputs an update returns keep the structure and shapes of the initial ones
+    (`held0` / `init_outputs`): they are a fixed-size part of the run's state."""
+    want = jax.eval_shape(lambda: want)
+    same = jtu.tree_structure(got) == jtu.tree_structure(want) and all(
+        np.shape(a) == np.shape(b) for a, b in zip(jtu.tree_leaves(got), jtu.tree_leaves(want))
+    )
+    if not same:
+        raise ValueError(
+            f"simulate: the update of discrete model {m.name!r} returned held outputs of "
+            f"structure {_describe(got)}; expected that of its initial held outputs (`held0` / "
+            f"`init_outputs`): {_describe(want)} (the same addresses and shapes at every tick)."
+        )
+
+
 def initial_held(models, y0, args, t0) -> dict:
     """Held outputs before the first tick (`init_outputs`, or zeros shaped like `update`'s
     outputs), each model's `update` checked to return `(z_next, dict)` of the right structure."""
@@ -393,6 +421,8 @@ def initial_held(models, y0, args, t0) -> dict:
             except (KeyError, TypeError, IndexError):
                 continue  # reads outputs of models not known yet
             _check_update_output(m, out)
+            if m.name in held:
+                _check_held_structure(m, out[1], held[m.name])
             checked.add(m.name)
             if m.name not in held:
                 held[m.name] = jtu.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), dict(out[1]))
