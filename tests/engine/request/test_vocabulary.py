@@ -84,9 +84,9 @@ REFUSED = [
         **TOL)), r"`rtol`/`atol`.*both"),
     ("progress and meter", dict(dt=0.1, progress=True, progress_meter=dfx.TextProgressMeter()),
      r"`progress`.*both"),
-    ("PID dcoeff", dict(**ADAPTIVE, stepsize_controller=dfx.PIDController(
-        **TOL, pcoeff=0.3, icoeff=0.3, dcoeff=0.1)),
-     r"dcoeff=0.1 has.*`rtol`, `atol`.*`dtmax`.*`pcoeff`, `icoeff`"),
+    ("PID factormax", dict(**ADAPTIVE, stepsize_controller=dfx.PIDController(
+        **TOL, pcoeff=0.3, icoeff=0.3, dcoeff=0.1, factormax=5.0)),
+     r"factormax=5.0 has.*`rtol`, `atol`.*`dtmax`.*`pcoeff`, `icoeff`, `dcoeff`"),
     ("dtmin", dict(**ADAPTIVE, stepsize_controller=dfx.PIDController(**TOL, dtmin=1e-3)),
      r"dtmin=0.001.*no jaxsim equivalent"),
     ("ClipStepSizeController", dict(**ADAPTIVE, stepsize_controller=dfx.ClipStepSizeController(
