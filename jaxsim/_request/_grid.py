@@ -173,8 +173,8 @@ def check_max_steps(max_steps) -> int:
         )
     if not 1 <= int(max_steps) <= _INT64_MAX:
         raise ValueError(
-            f"simulate: `max_steps` must be an int in [1, 2**63 - 1] (the step budget of each "
-            f"adaptive or segment solve, an int64 in the program); got {int(max_steps)}."
+            f"simulate: `max_steps` must be an int >= 1 and <= 2**63 - 1 (the step budget of "
+            f"each adaptive or segment solve, an int64 in the program); got {int(max_steps)}."
         )
     return int(max_steps)
 
