@@ -1312,7 +1312,9 @@ def test_setup_huge_max_steps_is_refused_naming_it(tmp_path):
             "program); got 1e+30")):  # fmt: skip
         _load(tmp_path, {"model": _HUB, "simulate": {"t1": 1.0, "max_steps": 10**30}})
     sc = _rigid_sc()
-    with pytest.raises(ValueError, match=re.escape("`max_steps` must be an int >= 1 and <= 2**63 - 1")):
+    with pytest.raises(
+        ValueError, match=re.escape("`max_steps` must be an int >= 1 and <= 2**63 - 1")
+    ):
         js.simulate(sc, sc.init_state(), 1.0, solver=js.Tsit5(), rtol=1e-6, atol=1e-6,
                     max_steps=10**30)  # fmt: skip
 
