@@ -1,11 +1,12 @@
 """Campaigns survive moves of library code (issue 40 item 6): a campaign's fingerprint does not
-depend on the private modules where jaxsim's and effectors' functions live.
+depend on the private modules where jaxsim's and effectors' functions live, and still tells
+programs apart.
 
-Oracles: a store written before the engine's stage folders existed (commit 590c771,
-`tests/data/campaign_pre_layout`, see its README) resumes on the current layout, adopting its
-computed chunk unchanged, and its values equal a fresh run's; a host callback into a library
-function fingerprints the same after that function moves to another module, and differently
-after it changes name."""
+Oracles: a store written now resumes after the functions and classes its member uses move to
+other modules, adopting its computed chunk unchanged, its values equal to a fresh run's; a store
+written at 590c771 (`tests/data/campaign_pre_layout`, see its README), whose program has changed
+since, is refused and left untouched; a host callback into a library function fingerprints the
+same after that function moves to another module, and differently after it changes name."""
 
 import json
 import shutil
@@ -38,17 +39,38 @@ def member(p):
     return {"omega": sol.ys["hub"]["omega_BN_B"][-1]}
 
 
-def test_store_written_before_the_move_resumes(tmp_path):
+def test_store_of_an_older_program_is_refused_untouched(tmp_path):
+    """The store's program (RK4 before the fixed-step stability check of 9ff8082 read the stage
+    clock) is not the program of today's member: the resume is refused, naming the program's
+    difference, before anything is computed, and the store's files are left as they were.
+
+    (This store resumed on the new layout when the stage folders landed, c5950b5: the fingerprint
+    does not depend on module paths, which `test_library_callback_fingerprint_ignores_its_module`
+    keeps checking; the program itself has changed since, so adopting its chunk now would mix
+    results of two programs.)"""
     folder = tmp_path / "campaign"
     shutil.copytree(STORE, folder)
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    with pytest.raises(ValueError, match=r"(?s)different configuration.*program: the member"):
+        mc.run_campaign(member, PARAMS, folder, chunk_size=SIZE)
+    after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_store_resumes_after_its_library_moves(tmp_path, monkeypatch):
+    """A store written now resumes after the library functions the member uses move to other
+    private modules (simulated by rewriting their `__module__`): the computed chunk is adopted
+    byte-identical and the values equal a fresh run's."""
+    folder = tmp_path / "campaign"
+    mc.run_campaign(member, PARAMS, folder, chunk_size=SIZE, max_chunks=1)
     first = (folder / "chunks" / "chunk_000000.json").read_bytes()
     assert not (folder / "chunks" / "chunk_000001.json").exists()
+    for obj in (js.simulate, fx.scenarios.combined, type(fx.scenarios.combined()[0])):
+        monkeypatch.setattr(obj, "__module__", obj.__module__.split(".")[0] + "._moved")
     resumed = mc.run_campaign(member, PARAMS, folder, chunk_size=SIZE)
-    # The old chunk was adopted as it was, the missing one computed.
     assert (folder / "chunks" / "chunk_000000.json").read_bytes() == first
     assert json.loads((folder / "chunks" / "chunk_000001.json").read_text())
     fresh = mc.run_campaign(member, PARAMS, tmp_path / "fresh", chunk_size=SIZE)
-    np.testing.assert_array_equal(resumed.ok, fresh.ok)
     assert bool(np.all(resumed.ok))
     np.testing.assert_array_equal(resumed.outputs["omega"], fresh.outputs["omega"])
 
