@@ -145,8 +145,14 @@ def run_plain(req, *, throw: bool, progress=None):
         ctrl = req.controller
         dt0 = None if req.dt is None else float(req.dt)
         jump_ts = concrete_breakpoints(model)  # adaptive solves stop at the model's breakpoints
-        numbers = (ctrl.rtol, ctrl.atol, int(req.max_steps), bool(req.outputs), bool(throw))
-        numbers += (jump_ts,)
+        numbers = (
+            ctrl.rtol,
+            ctrl.atol,
+            int(req.max_steps),
+            bool(req.outputs),
+            bool(throw),
+            jump_ts,
+        )
         if kind.core == "lean":
             sol = _adaptive_core.run(
                 model, y0, args, solver, t0, t1, ts, dt0, *numbers,

@@ -52,6 +52,8 @@ import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 
+from .._solvers._ode import AbstractDelegatingSolver
+
 
 # Safety factor on the curvature estimated from the rates at three grid points.
 SIGMA = 2.0
@@ -102,7 +104,7 @@ class GuardInfo(eqx.Module):
     y1: Any  # the step's end state (the state at an event located on the step's end)
 
 
-class EventGuardSolver(dfx.AbstractWrappedSolver):
+class EventGuardSolver(AbstractDelegatingSolver):
     """A diffrax solver wrapper that checks the events on each step's dense output (see module).
 
     A step whose check grid finds a crossing (or a non-finite condition) returns `STOP`, so the
@@ -114,34 +116,6 @@ class EventGuardSolver(dfx.AbstractWrappedSolver):
     events: tuple = eqx.field(static=True)
     unpack: Any = eqx.field(static=True)
     w_min: Any  # event_tol [s] (dynamic)
-
-    @property
-    def scan_kind(self):
-        return getattr(self.solver, "scan_kind", "lax")
-
-    @property
-    def term_structure(self):
-        return self.solver.term_structure
-
-    @property
-    def interpolation_cls(self):  # pyright: ignore
-        return self.solver.interpolation_cls
-
-    @property
-    def term_compatible_contr_kwargs(self):
-        return self.solver.term_compatible_contr_kwargs
-
-    def order(self, terms):
-        return self.solver.order(terms)
-
-    def strong_order(self, terms):
-        return self.solver.strong_order(terms)
-
-    def error_order(self, terms):
-        return self.solver.error_order(terms)
-
-    def func(self, terms, t0, y0, args):
-        return self.solver.func(terms, t0, y0, args)
 
     def init(self, terms, t0, t1, y0, args):
         inner = self.solver.init(terms, t0, t1, y0, args)

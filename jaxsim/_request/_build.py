@@ -22,6 +22,7 @@ functions once on abstract values (`jax.eval_shape`) with an `args` that records
 """
 
 import dataclasses
+import types
 from typing import Any
 
 import numpy as np
@@ -116,8 +117,7 @@ class Request:
     event_tol: float = 1e-9
     dtmax: Any = None
     root_finder: Any = None
-    gains: tuple = DEFAULT_GAINS
-    controller: Any = None  # adaptive requests: `Controller` (tolerances as arrays, gains)
+    controller: Any = None  # adaptive requests: `Controller` (tolerances as arrays, the gains)
     free: bool = False
     seg: tuple | None = None
     noise_dim: int = 0
@@ -248,10 +248,11 @@ def build_request(
         outputs=bool(outputs), checkpoint=bool(checkpoint), throw=bool(throw), adjoint=adjoint,
         progress=progress, dW=dW, dZ=dZ, brownian=brownian, clocks=clocks, events=events,
         discontinuities=discontinuities, max_events=max_events, event_tol=event_tol if event_tol_ is None else float(event_tol_),
-        dtmax=dtmax, root_finder=root_finder, gains=gains, free=bool(free),
+        dtmax=dtmax, root_finder=root_finder, free=bool(free),
     )  # fmt: skip
-    # The one routing decision (`jaxsim._route.route`): the driver and the core of this request.
-    driver, core = route(Request(**r))
+    # The one routing decision (`jaxsim._route.route`): the driver and the core of this request
+    # (routed on its fields; the request itself is built once, below).
+    driver, core = route(types.SimpleNamespace(**r))
     r["kind"] = kind = dataclasses.replace(kind, driver=driver, core=core)
     check_adjoint(adjoint, kind, y0)
     name = kind.name

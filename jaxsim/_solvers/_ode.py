@@ -595,19 +595,10 @@ def for_adjoint(dsolver, adjoint):
     return dsolver
 
 
-class StepMappedSolver(dfx.AbstractWrappedSolver):
-    """Wrap a diffrax solver so that a step-level map is applied to `y1` after every step.
-
-    The map (e.g. the MRP shadow-set switch) returns `(y, counts)`; `counts` (a pytree of integers)
-    are accumulated in the solver state, so only accepted steps count. The dense output of the step
-    is left in the coordinates of the step's start, so interpolated outputs are continuous; the
-    driver applies the map to saved values. When the map changes `y`, a fresh solver state is built
-    at the mapped `y1` (FSAL solvers cache $f(t_1, y_1)$, which a jump invalidates).
-    """
-
-    solver: dfx.AbstractSolver
-    step_map: object  # a bound method of the model: a pytree (its arrays are traced)
-    counts_like: object
+class AbstractDelegatingSolver(dfx.AbstractWrappedSolver):
+    """A diffrax solver wrapper that answers every question about the method (order, terms,
+    interpolation, scan kind) with its inner `solver`'s answer; subclasses change `init`/`step`
+    (`StepMappedSolver` here, the event guard of `jaxsim._events._guard`)."""
 
     @property
     def scan_kind(self):
@@ -636,6 +627,24 @@ class StepMappedSolver(dfx.AbstractWrappedSolver):
     def error_order(self, terms):
         return self.solver.error_order(terms)
 
+    def func(self, terms, t0, y0, args):
+        return self.solver.func(terms, t0, y0, args)
+
+
+class StepMappedSolver(AbstractDelegatingSolver):
+    """Wrap a diffrax solver so that a step-level map is applied to `y1` after every step.
+
+    The map (e.g. the MRP shadow-set switch) returns `(y, counts)`; `counts` (a pytree of integers)
+    are accumulated in the solver state, so only accepted steps count. The dense output of the step
+    is left in the coordinates of the step's start, so interpolated outputs are continuous; the
+    driver applies the map to saved values. When the map changes `y`, a fresh solver state is built
+    at the mapped `y1` (FSAL solvers cache $f(t_1, y_1)$, which a jump invalidates).
+    """
+
+    solver: dfx.AbstractSolver
+    step_map: object  # a bound method of the model: a pytree (its arrays are traced)
+    counts_like: object
+
     def init(self, terms, t0, t1, y0, args):
         return self.solver.init(terms, t0, t1, y0, args), self.counts_like, self.counts_like
 
@@ -656,6 +665,3 @@ class StepMappedSolver(dfx.AbstractWrappedSolver):
         step_counts = jtu.tree_map(lambda c, s: s.astype(c.dtype), counts, step_counts)
         counts = jtu.tree_map(lambda c, s: c + s, counts, step_counts)
         return y1_mapped, y_error, dense_info, (inner_state, counts, step_counts), result
-
-    def func(self, terms, t0, y0, args):
-        return self.solver.func(terms, t0, y0, args)

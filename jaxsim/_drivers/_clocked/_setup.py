@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from ..._cores._adaptive import DEFAULT_GAINS
 from ..._events._roots import default_root_finder
 from ..._model._clocks import with_held
 from ..._result._solution import Solution
@@ -67,7 +68,7 @@ def simulate_clocked(req, *, throw, progress=None) -> Solution:
         adaptive=bool(req.kind.adaptive),
         has_dt=req.dt is not None,
         has_dtmax=req.dtmax is not None,
-        gains=req.gains,
+        gains=req.controller.gains if req.controller is not None else DEFAULT_GAINS,
         max_steps=req.max_steps,
         max_events=max_events,
         outputs=req.outputs,
