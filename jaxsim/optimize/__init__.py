@@ -5,7 +5,8 @@ Guide: "Trajectory optimization".
 - `Problem` / `Problem.combined`: objective, bounds, equality and inequality constraints; every
   value and Jacobian from one compiled call.
 - `RunningCost`, `shoot` (free `t0`/`t1` through `simulate(..., num_steps=)`), `interior_nodes`,
-  `linkage`: transcription.
+  `linkage`: transcription; `collocate` (Hermite-Simpson collocation of any model's drift),
+  `mesh_errors`, `refine_mesh`, `resample`: direct collocation with mesh refinement.
 - `solve_scipy` (`SLSQP`, `trust-constr`), `solve_ipopt` (`cyipopt`, the `optimize` extra),
   `solve_jax` (augmented Lagrangian, projected BFGS; `jit`/`vmap`).
 - `OptimizeResult`, `STATUS`: one result for every solver (converged / infeasible / iteration
@@ -15,6 +16,13 @@ Guide: "Trajectory optimization".
 
 from . import problems as problems
 from ._alm import solve_jax as solve_jax
+from ._collocation import (
+    Collocated as Collocated,
+    collocate as collocate,
+    mesh_errors as mesh_errors,
+    refine_mesh as refine_mesh,
+    resample as resample,
+)
 from ._host_solvers import (
     cyipopt_available as cyipopt_available,
     solve_ipopt as solve_ipopt,
@@ -33,15 +41,20 @@ from ._transcription import (
 
 __all__ = [
     "STATUS",
+    "Collocated",
     "HostEvaluator",
     "OptimizeResult",
     "Problem",
     "RunningCost",
     "Shot",
+    "collocate",
     "cyipopt_available",
     "interior_nodes",
     "linkage",
+    "mesh_errors",
     "problems",
+    "refine_mesh",
+    "resample",
     "shoot",
     "solve_ipopt",
     "solve_jax",
