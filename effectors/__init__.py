@@ -62,6 +62,15 @@ from ._fsw._flight_software import (
     attitude_error as attitude_error,
     mrp_subtract as mrp_subtract,
 )
+from ._gnc._guidance import (
+    AttTrackingError as AttTrackingError,
+    HillPoint as HillPoint,
+    Inertial3D as Inertial3D,
+    LocationPointing as LocationPointing,
+    SunSafePoint as SunSafePoint,
+    VelocityPoint as VelocityPoint,
+    mrp_add as mrp_add,
+)
 from ._noise._geometric_brownian_motion import GeometricBrownianMotion as GeometricBrownianMotion
 from ._noise._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
 from ._spacecraft._assembly import Spacecraft as Spacecraft

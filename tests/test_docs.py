@@ -21,6 +21,7 @@ GUIDES = [
     "free_time.md",
     "trajectory_optimization.md",
     "extending.md",
+    "gnc.md",
 ]
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 

@@ -177,7 +177,8 @@ class AttitudeNavigation(eqx.Module):
     - `wheels`: name of a `ReactionWheels` effector whose speeds `Omega` [rad/s] are also read
       (Basilisk `rwSpeedOutMsg`); `None` for none.
 
-    `__call__(y)` returns `{"sigma_BN", "omega_BN_B"}` [-, rad/s in $\mathcal B$] (plus `"Omega"`).
+    `__call__(y)` returns `{"sigma_BN", "omega_BN_B", "r_BN_N", "v_BN_N"}` [-, rad/s in $\mathcal B$, m,
+    m/s in $\mathcal N$] (plus `"Omega"`).
     """
 
     spacecraft: str | None = eqx.field(static=True)
@@ -193,7 +194,13 @@ class AttitudeNavigation(eqx.Module):
 
     def __call__(self, y) -> dict:
         s = y if self.spacecraft is None else y[self.spacecraft]
-        out = {"sigma_BN": s["hub"]["sigma_BN"], "omega_BN_B": s["hub"]["omega_BN_B"]}
+        hub = s["hub"]
+        out = {
+            "sigma_BN": hub["sigma_BN"],
+            "omega_BN_B": hub["omega_BN_B"],
+            "r_BN_N": hub["r_BN_N"],
+            "v_BN_N": hub["v_BN_N"],
+        }
         if self.wheels is not None:
             out["Omega"] = s[self.wheels]["Omega"]
         return out
@@ -471,6 +478,11 @@ class RWAttitudeFSW(AbstractDiscreteModel):
     - `mapping`: an `RWMotorTorque`.
     - `sigma_RN`: reference attitude (3,) [-]; `omega_RN_N` [rad/s], `domega_RN_N` [rad/s^2]
       reference rate and acceleration in $\mathcal N$ (default 0: inertial pointing).
+    - `guidance`: instead of the constant reference, a guidance module run at each tick on the
+      navigation dict (`Inertial3D`, `HillPoint`, `VelocityPoint`: Basilisk's reference module
+      ahead of `attTrackingError` in the same task).
+    - `tracking`: an `AttTrackingError` (e.g. with a body-frame offset `sigma_R0R`); default the
+      plain tracking error `attitude_error`.
     - `wheels`: name of the `ReactionWheels` effector commanded (default `"rw"`); its speeds are read
       for the gyroscopic terms when `control` has wheels.
     - `spacecraft`: key of the spacecraft state in the model state (`None`: the model is the
@@ -488,9 +500,11 @@ class RWAttitudeFSW(AbstractDiscreteModel):
     control: MRPFeedback
     mapping: RWMotorTorque
     nav: AttitudeNavigation
-    sigma_RN: Float[Array, "3"]
-    omega_RN_N: Float[Array, "3"]
-    domega_RN_N: Float[Array, "3"]
+    sigma_RN: Float[Array, "3"] | None
+    omega_RN_N: Float[Array, "3"] | None
+    domega_RN_N: Float[Array, "3"] | None
+    guidance: eqx.Module | None
+    tracking: eqx.Module | None
     wheels: str = eqx.field(static=True)
     tick_at_t0: bool = eqx.field(static=True)
 
@@ -516,10 +530,12 @@ class RWAttitudeFSW(AbstractDiscreteModel):
         clock: AbstractClock,
         control: MRPFeedback,
         mapping: RWMotorTorque,
-        sigma_RN: Float[ArrayLike, "3"],
+        sigma_RN: Float[ArrayLike, "3"] | None = None,
         *,
         omega_RN_N: Float[ArrayLike, "3"] | None = None,
         domega_RN_N: Float[ArrayLike, "3"] | None = None,
+        guidance: eqx.Module | None = None,
+        tracking: eqx.Module | None = None,
         wheels: str = "rw",
         spacecraft: str | None = None,
         tick_at_t0: bool = True,
@@ -553,14 +569,37 @@ class RWAttitudeFSW(AbstractDiscreteModel):
         self.control = control
         self.mapping = mapping
         self.nav = AttitudeNavigation(spacecraft, wheels if control.gsHat_B is not None else None)
-        self.sigma_RN = as_array(c, "sigma_RN", sigma_RN, "-", (3,))
+        # A guidance module (a callable of the navigation dict giving Basilisk's attitude
+        # reference message: `Inertial3D`, `HillPoint`, `VelocityPoint`) replaces the constant
+        # reference; `tracking` (an `AttTrackingError`) the plain tracking error.
+        if guidance is not None:
+            if not (isinstance(guidance, eqx.Module) and callable(guidance)):
+                raise ValueError(
+                    f"{c}: `guidance` must be a reference module such as HillPoint; got "
+                    f"{type(guidance).__name__}."
+                )
+            if sigma_RN is not None or omega_RN_N is not None or domega_RN_N is not None:
+                raise ValueError(
+                    f"{c}: give either `guidance` or the constant reference `sigma_RN` "
+                    "(`omega_RN_N`, `domega_RN_N`), not both."
+                )
+        elif sigma_RN is None:
+            raise ValueError(f"{c}: `sigma_RN` [-] is required without `guidance`; got None.")
+        if tracking is not None and not (isinstance(tracking, eqx.Module) and callable(tracking)):
+            raise ValueError(
+                f"{c}: `tracking` must be an AttTrackingError; got {type(tracking).__name__}."
+            )
+        self.guidance = guidance
+        self.tracking = tracking
+        self.sigma_RN = None if sigma_RN is None else as_array(c, "sigma_RN", sigma_RN, "-", (3,))
+        constant = guidance is None
         self.omega_RN_N = (
-            jnp.zeros(3)
+            (jnp.zeros(3) if constant else None)
             if omega_RN_N is None
             else as_array(c, "omega_RN_N", omega_RN_N, "rad/s", (3,))
         )
         self.domega_RN_N = (
-            jnp.zeros(3)
+            (jnp.zeros(3) if constant else None)
             if domega_RN_N is None
             else as_array(c, "domega_RN_N", domega_RN_N, "rad/s^2", (3,))
         )
@@ -571,9 +610,29 @@ class RWAttitudeFSW(AbstractDiscreteModel):
 
     def update(self, t, y, z, args):
         nav = self.nav(y)
-        guid = attitude_error(
-            nav["sigma_BN"], nav["omega_BN_B"], self.sigma_RN, self.omega_RN_N, self.domega_RN_N
-        )
+        if self.guidance is None and self.tracking is None:
+            guid = attitude_error(
+                nav["sigma_BN"], nav["omega_BN_B"], self.sigma_RN, self.omega_RN_N, self.domega_RN_N
+            )
+        else:
+            if self.guidance is None:
+                ref = {
+                    "sigma_RN": self.sigma_RN,
+                    "omega_RN_N": self.omega_RN_N,
+                    "domega_RN_N": self.domega_RN_N,
+                }
+            else:
+                ref = self.guidance(nav)
+            if self.tracking is None:
+                guid = attitude_error(
+                    nav["sigma_BN"],
+                    nav["omega_BN_B"],
+                    ref["sigma_RN"],
+                    ref["omega_RN_N"],
+                    ref["domega_RN_N"],
+                )
+            else:
+                guid = self.tracking(nav, ref)
         z_next, L_r = self.control(t, guid, z, nav.get("Omega"))
         u = self.mapping(L_r)
         held = {

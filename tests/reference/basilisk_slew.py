@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from tests.reference.basilisk_scenarios import rk4_spacecraft
+from tests.reference.basilisk_scenarios import point_mass_earth, rk4_spacecraft
 
 
 # Basilisk's recorded time stamps are integer nanoseconds.
@@ -64,6 +64,13 @@ SCENARIO = {
     "dyn_dt": 0.05,
     "duration": 100.0,
     "sample_dt": 1.0,
+    # Guidance: "inertial3D" (the constant `sigma_RN`), "hillPoint" or "velocityPoint" (orbit
+    # frames about a point-mass Earth of parameter `mu` [m^3/s^2], from `r_CN_N` [m], `v_CN_N` [m/s];
+    # `mu` None: no gravity).
+    "guidance": "inertial3D",
+    "mu": None,
+    "r_CN_N": [0.0, 0.0, 0.0],
+    "v_CN_N": [0.0, 0.0, 0.0],
 }
 
 
@@ -86,7 +93,8 @@ def build_jaxsim(scenario=None, *, tick_at_t0=True):
     g = gsHat_B(s)
     hub = fx.Hub(s["mass"], s["I_B"], [0.0, 0.0, 0.0])
     rw = fx.ReactionWheels(g, s["Js"], Omega=s["Omega0"], name="rw")
-    sc = fx.Spacecraft(hub, state_effectors=(rw,))
+    gravity = () if s["mu"] is None else (fx.PointMassGravity(s["mu"]),)
+    sc = fx.Spacecraft(hub, state_effectors=(rw,), gravity=gravity)
     ctrl = fx.MRPFeedback(
         s["K"],
         s["P"],
@@ -98,11 +106,20 @@ def build_jaxsim(scenario=None, *, tick_at_t0=True):
         Js=s["Js"],
         control_law_type=s["control_law_type"],
     )
+    if s["guidance"] == "inertial3D":
+        ref = {"sigma_RN": s["sigma_RN"]}
+    elif s["guidance"] == "hillPoint":
+        ref = {"guidance": fx.HillPoint(), "tracking": fx.AttTrackingError()}
+    else:
+        ref = {"guidance": fx.VelocityPoint(s["mu"]), "tracking": fx.AttTrackingError()}
     fsw = fx.RWAttitudeFSW(
-        js.Clock(s["fsw_dt"]), ctrl, fx.RWMotorTorque(g), s["sigma_RN"], tick_at_t0=tick_at_t0
+        js.Clock(s["fsw_dt"]), ctrl, fx.RWMotorTorque(g), **ref, tick_at_t0=tick_at_t0
     )
     y0 = sc.init_state(
-        jnp.zeros(3), jnp.zeros(3), jnp.asarray(s["sigma_BN0"]), jnp.asarray(s["omega_BN_B0"])
+        jnp.asarray(s["r_CN_N"], float),
+        jnp.asarray(s["v_CN_N"], float),
+        jnp.asarray(s["sigma_BN0"]),
+        jnp.asarray(s["omega_BN_B0"]),
     )
     return sc, fsw, y0
 
@@ -116,7 +133,14 @@ def run(timing: dict | None = None, **overrides) -> dict:
     `execute_s`: the wall time [s] of `ExecuteSimulation()` alone (for `benchmarks/bench_slew.py`).
     """
     from Basilisk.architecture import messaging
-    from Basilisk.fswAlgorithms import attTrackingError, inertial3D, mrpFeedback, rwMotorTorque
+    from Basilisk.fswAlgorithms import (
+        attTrackingError,
+        hillPoint,
+        inertial3D,
+        mrpFeedback,
+        rwMotorTorque,
+        velocityPoint,
+    )
     from Basilisk.simulation import reactionWheelStateEffector, simpleNav
     from Basilisk.utilities import SimulationBaseClass, macros
 
@@ -134,8 +158,17 @@ def run(timing: dict | None = None, **overrides) -> dict:
     proc.addTask(sim.CreateNewTask("fswTask", macros.sec2nano(s["fsw_dt"])), 100)
 
     sc = rk4_spacecraft(
-        keep, "slewSat", s["mass"], s["I_B"], sigma_BN=s["sigma_BN0"], omega_BN_B=s["omega_BN_B0"]
+        keep,
+        "slewSat",
+        s["mass"],
+        s["I_B"],
+        r_CN_N=s["r_CN_N"],
+        v_CN_N=s["v_CN_N"],
+        sigma_BN=s["sigma_BN0"],
+        omega_BN_B=s["omega_BN_B0"],
     )
+    if s["mu"] is not None:
+        point_mass_earth(keep, sc, s["mu"])
 
     g = gsHat_B(s)
     rw = reactionWheelStateEffector.ReactionWheelStateEffector()
@@ -173,9 +206,17 @@ def run(timing: dict | None = None, **overrides) -> dict:
     nav.scStateInMsg.subscribeTo(sc.scStateOutMsg)
     sim.AddModelToTask("fswTask", nav)
 
-    ref = inertial3D.inertial3D()
-    ref.ModelTag = "inertial3D"
-    ref.sigma_R0N = [float(x) for x in s["sigma_RN"]]
+    if s["guidance"] == "inertial3D":
+        ref = inertial3D.inertial3D()
+        ref.sigma_R0N = [float(x) for x in s["sigma_RN"]]
+    elif s["guidance"] == "hillPoint":
+        ref = hillPoint.hillPoint()
+        ref.transNavInMsg.subscribeTo(nav.transOutMsg)
+    else:
+        ref = velocityPoint.velocityPoint()
+        ref.mu = float(s["mu"])
+        ref.transNavInMsg.subscribeTo(nav.transOutMsg)
+    ref.ModelTag = s["guidance"]
     sim.AddModelToTask("fswTask", ref)
 
     err = attTrackingError.attTrackingError()

@@ -134,6 +134,20 @@ def _instances() -> dict:
             sigma_RN=[0.3, -0.2, 0.1],
         ),  # fmt: skip
         "AttitudeNavigation": fx.AttitudeNavigation(),
+        "Inertial3D": fx.Inertial3D([0.1, 0.2, -0.3]),
+        "HillPoint": fx.HillPoint([1e3, 0.0, 0.0], [0.0, 1.0, 0.0]),
+        "VelocityPoint": fx.VelocityPoint(MU),
+        "SunSafePoint": fx.SunSafePoint(
+            [0.0, 0.0, 1.0],
+            min_unit_mag=0.1,
+            small_angle=1e-3,
+            sun_axis_spin_rate=0.01,
+            omega_RN_B=[0.0, 0.01, 0.0],
+        ),
+        "LocationPointing": fx.LocationPointing(
+            [0.0, 0.0, 1.0], [6378e3, 0.0, 0.0], use_boresight_rate_damping=True
+        ),
+        "AttTrackingError": fx.AttTrackingError([0.01, 0.0, 0.0]),
         "ConstantVolumeTank": fx.ConstantVolumeTank(prop_mass_init=50.0, radius=0.3),
         "ConstantDensityTank": fx.ConstantDensityTank(prop_mass_init=50.0, radius=0.3),
         "EmptyingTank": fx.EmptyingTank(prop_mass_init=50.0, radius=0.3),
@@ -263,6 +277,14 @@ def test_adaptive_settings_and_flight_software_round_trip(tmp_path):
     """Solver settings and a clock with flight software: loaded as given (runs: the slow test
     below)."""
     sc = _small_spacecraft()
+    guided = fx.RWAttitudeFSW(
+        js.Clock("1/10"),
+        fx.MRPFeedback(K=4.0, P=7.0, I_B=I_B),
+        fx.RWMotorTorque(np.eye(3)),
+        guidance=fx.HillPoint(),
+        tracking=fx.AttTrackingError([0.01, 0.0, 0.0]),
+    )
+    _assert_same_pytree(guided, fx.build(json.loads(json.dumps(fx.describe(guided)))), "guided")
     fsw = fx.RWAttitudeFSW(
         js.Clock("1/10"), fx.MRPFeedback(K=4.0, P=7.0, I_B=I_B), fx.RWMotorTorque(np.eye(3)),
         sigma_RN=[0.3, -0.2, 0.1],
