@@ -1,10 +1,14 @@
 r"""Host solver adapters: SciPy (`SLSQP`, `trust-constr`) and IPOPT (through `cyipopt`).
 
-Each iterate's objective, constraints and Jacobians come from one compiled call
-(`Problem.evaluate`); the last point is cached on the host (`HostEvaluator`), so SLSQP's separate
-requests for values and Jacobians at a point cost one evaluation. Both solvers build their own
-quasi-Newton approximation of the Hessian of the Lagrangian from these first derivatives (BFGS in
-SLSQP and trust-constr, limited-memory BFGS in IPOPT).
+Each point's values, Jacobians and Hessian come from the problem's compiled programs, each run
+at most once per point (`HostEvaluator`): a line search's trial points run the values only
+(`Problem.forward`), an accepted iterate its Jacobians once (`Problem.evaluate`) and, with the
+exact Hessian, the Hessian of the Lagrangian once for the solver's multipliers
+(`Problem.hessian`, forward over reverse mode). IPOPT and trust-constr take the exact Hessian by
+default (`hessian="auto"`: where the problem can be differentiated twice, which a run with an
+adaptive phase cannot) and their quasi-Newton approximations on request
+(`hessian="limited-memory"` for IPOPT's limited-memory BFGS, `hessian="bfgs"` for SciPy's
+BFGS); SLSQP always builds its own BFGS approximation.
 
 References: Kraft, "A software package for sequential quadratic programming", DFVLR-FB 88-28
 (1988) (SLSQP); Byrd, Hribar & Nocedal, SIAM J. Optim. 9(4), 1999 (trust-constr's equality
@@ -16,15 +20,25 @@ programming", Math. Program. 106, 2006 (IPOPT).
 import time
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PyTree
 
-from ._problem import HostEvaluator, Problem, check_count, check_number
+from ._problem import HostEvaluator, Problem, check_count, check_number, forward_mode_refused
 from ._result import FAILED, OptimizeResult, final_status
 
 
 _SCIPY_METHODS = ("SLSQP", "trust-constr")
+_IPOPT_HESSIANS = ("auto", "exact", "limited-memory")
+_SCIPY_HESSIANS = ("auto", "exact", "bfgs")
+# What solve_ipopt's ImportError asks for: the wheels bundle IPOPT (and MUMPS, OpenBLAS), so no
+# system package is needed on Linux, macOS or Windows.
+_IPOPT_INSTALL = (
+    "solve_ipopt needs cyipopt (IPOPT's Python interface): pip install cyipopt-wheels (or the "
+    "optimize extra: pip install 'jaxsim-spacecraft[optimize]'), which bundles IPOPT; no system "
+    "package is needed. Conda users: conda install -c conda-forge cyipopt."
+)
 
 
 def _start(problem, x0, caller):
@@ -41,7 +55,8 @@ def _check_options(caller, tol, constraint_tol, max_iter):
 
 
 def _nonfinite(problem, F, J) -> str:
-    """Which of the objective, constraints and their Jacobians are not finite ("" when all are)."""
+    """Which of the objective, constraints and their Jacobians (None: not computed) are not
+    finite ("" when all are)."""
     names = []
     for what, rows in zip(
         ("objective", "equality", "inequality"), problem.split(np.arange(F.size))
@@ -49,9 +64,26 @@ def _nonfinite(problem, F, J) -> str:
         rows = np.atleast_1d(rows)
         if not np.all(np.isfinite(F[rows])):
             names.append(f"{what} {F[rows].tolist()}")
-        elif not np.all(np.isfinite(J[rows])):
+        elif J is not None and not np.all(np.isfinite(J[rows])):
             names.append(f"the derivatives of {what}")
     return "; ".join(names)
+
+
+def _exact_hessian(problem, ev, z0, hessian, caller, quasi_newton):
+    """Whether the solve uses the exact Hessian: `hessian` "exact" or "auto" (then compiled here,
+    at `z0`, before the solver starts), falling back for "auto" where the problem refuses
+    forward over reverse mode (`Problem.hessian`'s ValueError, re-raised for "exact")."""
+    if hessian == quasi_newton:
+        return False
+    weights = jnp.ones(1 + problem.num_equality + problem.num_inequality)
+    try:
+        # Compiled (and run once) here; not counted among the solve's evaluations.
+        jax.block_until_ready(problem.hessian(jnp.asarray(z0), ev.args, weights))
+    except ValueError as err:
+        if hessian == "exact" or not forward_mode_refused(err.__cause__):
+            raise
+        return False
+    return True
 
 
 # Appended to the solver's message when its success is not trusted (`_status`).
@@ -88,7 +120,7 @@ def _failed_at_start(problem, ev, z0, log, solver, t0):
 
 
 def _result(problem, ev, z, status, iterations, lam, mu, log, solver, message, t0):
-    F, _ = ev(z)
+    F = ev.values(z)
     return OptimizeResult(
         x=problem.x(z),
         objective=jnp.asarray(F[0]),
@@ -100,6 +132,8 @@ def _result(problem, ev, z, status, iterations, lam, mu, log, solver, message, t
         solver=solver,
         solver_message=str(message),
         evaluations=ev.count,
+        value_evaluations=ev.value_count,
+        hessian_evaluations=ev.hessian_count,
         solve_time_s=time.perf_counter() - t0,
     )
 
@@ -114,12 +148,17 @@ def solve_scipy(
     constraint_tol: float = 1e-6,
     max_iter: int = 200,
     options: dict | None = None,
+    hessian: str = "auto",
 ) -> OptimizeResult:
     r"""Solve `problem` with `scipy.optimize.minimize` (`method` `"SLSQP"` or `"trust-constr"`).
 
     **Arguments:** `x0` (default `problem.x0`), `args` (default `problem.args`), `tol` (SLSQP's
     `ftol`; trust-constr's `gtol` and `xtol`), `constraint_tol` (largest violation accepted as
-    converged, in the constraints' units), `max_iter`, `options` (passed to SciPy, after ours).
+    converged, in the constraints' units), `max_iter`, `options` (passed to SciPy, after ours),
+    `hessian` (trust-constr: `"exact"`, the Hessians of the objective and of the constraints
+    weighted by SciPy's multipliers from `Problem.hessian`; `"bfgs"`, SciPy's quasi-Newton
+    approximation; `"auto"`, exact where the problem can be differentiated twice (module
+    docstring), else BFGS. SLSQP builds its own BFGS approximation: `"auto"` or `"bfgs"`).
 
     **Outcome** (`OptimizeResult.status`, the rule of every solver: `final_status`): `failed`
     where the objective, the violation or the derivatives at the last point are not finite
@@ -138,6 +177,12 @@ def solve_scipy(
     if method not in _SCIPY_METHODS:
         raise ValueError(f"solve_scipy: `method` must be one of {_SCIPY_METHODS}; got {method!r}.")
     tol, constraint_tol, max_iter = _check_options("solve_scipy", tol, constraint_tol, max_iter)
+    if hessian not in _SCIPY_HESSIANS or (method == "SLSQP" and hessian == "exact"):
+        raise ValueError(
+            f"solve_scipy: `hessian` must be one of {_SCIPY_HESSIANS} ('exact' with "
+            "method='trust-constr' only: SLSQP takes no Hessian; use trust-constr or solve_ipopt "
+            f"for the exact one); got {hessian!r} with method={method!r}."
+        )
     args = problem.args if args is None else args
     t_start = time.perf_counter()
     ev = HostEvaluator(problem, args)
@@ -186,13 +231,36 @@ def solve_scipy(
         stalled = code == 8
         success = bool(res.success)
     else:
+        exact = _exact_hessian(problem, ev, z0, hessian, "solve_scipy", "bfgs")
         cons = []
+
+        def weighted(rows, v):
+            # The weights w of F = [J, c_eq, c_in] for one of trust-constr's Hessian requests.
+            w = np.zeros(1 + m_eq + m_in)
+            w[rows] = v
+            return w
+
+        def hess_of(rows):
+            # trust-constr's `hess(z, v)` of a constraint block (BFGS unless exact).
+            if not exact:
+                return so.BFGS()
+            return lambda z, v: ev.hessian(z, weighted(rows, np.asarray(v, float)))
+
+        hess = (lambda z: ev.hessian(z, weighted(0, 1.0))) if exact else so.BFGS()
         if m_eq:
-            cons.append(so.NonlinearConstraint(ev.equality, 0.0, 0.0, jac=ev.equality_jacobian))
+            cons.append(
+                so.NonlinearConstraint(
+                    ev.equality, 0.0, 0.0, jac=ev.equality_jacobian,
+                    hess=hess_of(slice(1, 1 + m_eq)),
+                )
+            )  # fmt: skip
         if m_in:
             cons.append(
-                so.NonlinearConstraint(ev.inequality, -np.inf, 0.0, jac=ev.inequality_jacobian)
-            )
+                so.NonlinearConstraint(
+                    ev.inequality, -np.inf, 0.0, jac=ev.inequality_jacobian,
+                    hess=hess_of(slice(1 + m_eq, None)),
+                )
+            )  # fmt: skip
         opts = {"maxiter": int(max_iter), "gtol": float(tol), "xtol": float(tol)}
         opts.update(options or {})
         with warnings.catch_warnings():
@@ -200,7 +268,7 @@ def solve_scipy(
             warnings.filterwarnings("ignore", message="delta_grad == 0.0", category=UserWarning)
             res = _minimize(
                 problem, ev, log, method, t_start, ev.objective, z0, jac=ev.gradient,
-                hess=so.BFGS(), method="trust-constr", bounds=bounds, constraints=cons,
+                hess=hess, method="trust-constr", bounds=bounds, constraints=cons,
                 options=opts, callback=callback,
             )  # fmt: skip
         if isinstance(res, OptimizeResult):
@@ -232,12 +300,15 @@ def _minimize(problem, ev, log, solver, t0, *args, **kwargs):
     try:
         return so.minimize(*args, **kwargs)
     except (ValueError, np.linalg.LinAlgError) as err:
-        if ev._F is None or not _nonfinite(problem, ev._F, ev._J):
+        # The last point met, with values and Jacobian or with values only (a trial point).
+        met = [(z, F, J) for z, F, J in ((ev._z, ev._F, ev._J), (ev._vz, ev._vF, None))]
+        met = [(z, F, J) for z, F, J in met if F is not None and _nonfinite(problem, F, J)]
+        if not met:
             raise
-        z = ev._z
+        z, F, J = met[0]
         m_eq, m_in = problem.num_equality, problem.num_inequality
         message = (
-            f"not finite at an iterate: {_nonfinite(problem, ev._F, ev._J)}; SciPy stopped "
+            f"not finite at an iterate: {_nonfinite(problem, F, J)}; SciPy stopped "
             f"({type(err).__name__}: {err})"
         )
         return _result(
@@ -264,12 +335,18 @@ def solve_ipopt(
     constraint_tol: float = 1e-6,
     max_iter: int = 500,
     options: dict | None = None,
+    hessian: str = "auto",
 ) -> OptimizeResult:
-    r"""Solve `problem` with IPOPT through `cyipopt` (the `optimize` extra; IPOPT's
-    limited-memory quasi-Newton Hessian).
+    r"""Solve `problem` with IPOPT through `cyipopt` (the `optimize` extra: `cyipopt-wheels`,
+    which bundles IPOPT).
 
     **Arguments:** `x0`, `args`, `tol` (IPOPT's `tol`), `constraint_tol` (`constr_viol_tol`),
-    `max_iter`, `options` (IPOPT options, after ours).
+    `max_iter`, `options` (IPOPT options, after ours), `hessian`: `"exact"` (the Hessian of the
+    Lagrangian for IPOPT's multipliers, `Problem.hessian`: forward over reverse mode, once per
+    iterate), `"limited-memory"` (IPOPT's limited-memory BFGS from the exact first derivatives),
+    or `"auto"` (exact where the problem can be differentiated twice, else limited memory: a run
+    with an adaptive phase is reverse mode only). The exact Hessian is compiled before IPOPT
+    starts (its first solve pays that compile).
 
     **Outcome** (the rule of every solver, `final_status`): `failed` where the objective, the
     violation or the derivatives at the last point (or at `x0`: IPOPT is then not started) are not
@@ -283,11 +360,12 @@ def solve_ipopt(
     try:
         import cyipopt
     except ImportError:
-        raise ImportError(
-            "solve_ipopt needs cyipopt (IPOPT): pip install 'jaxsim-spacecraft[optimize]' "
-            "(cyipopt builds against an installed IPOPT, e.g. Debian's coinor-libipopt-dev)."
-        ) from None
+        raise ImportError(_IPOPT_INSTALL) from None
     tol, constraint_tol, max_iter = _check_options("solve_ipopt", tol, constraint_tol, max_iter)
+    if hessian not in _IPOPT_HESSIANS:
+        raise ValueError(
+            f"solve_ipopt: `hessian` must be one of {_IPOPT_HESSIANS}; got {hessian!r}."
+        )
     args = problem.args if args is None else args
     t_start = time.perf_counter()
     ev = HostEvaluator(problem, args)
@@ -298,8 +376,12 @@ def solve_ipopt(
     early = _failed_at_start(problem, ev, z0, log, "ipopt", t_start)
     if early is not None:
         return early
+    exact = _exact_hessian(problem, ev, z0, hessian, "solve_ipopt", "limited-memory")
+    lower = np.tril_indices(n)  # IPOPT takes the lower triangle of the symmetric Hessian
 
     class _Callbacks:
+        # Values at every point IPOPT asks (its line search's trials too), Jacobians and the
+        # Hessian at its iterates: each from one compiled call (HostEvaluator's cache).
         def objective(self, z):
             return ev.objective(z)
 
@@ -307,13 +389,21 @@ def solve_ipopt(
             return ev.gradient(z)
 
         def constraints(self, z):
-            return ev(z)[0][1:].copy()
+            return ev.values(z)[1:].copy()
 
         def jacobian(self, z):
             return ev(z)[1][1:].ravel().copy()
 
         def jacobianstructure(self):
             return np.nonzero(np.ones((m, n)))
+
+        def hessianstructure(self):
+            return lower
+
+        def hessian(self, z, lagrange, obj_factor):
+            # IPOPT's Lagrangian: obj_factor * J + lagrange . [c_eq, c_in].
+            weights = np.concatenate([[obj_factor], np.asarray(lagrange, float)])
+            return ev.hessian(z, weights)[lower].copy()
 
         def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, inf_du, *rest):
             ev.accept()
@@ -331,7 +421,7 @@ def solve_ipopt(
         "tol": float(tol),
         "constr_viol_tol": float(constraint_tol),
         "max_iter": int(max_iter),
-        "hessian_approximation": "limited-memory",
+        "hessian_approximation": "exact" if exact else "limited-memory",
         "print_level": 0,
         "sb": "yes",
     }

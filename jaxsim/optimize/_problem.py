@@ -7,12 +7,27 @@ with $x$ any pytree of arrays (the decision variables) and $a$ any pytree of arr
 that changes between solves without recompiling, e.g. a horizon, a target). The solvers see the
 flat vector of $x$ (`jax.flatten_util.ravel_pytree`).
 
-Every evaluation a host solver needs (objective, constraints, their Jacobians) comes from one
-compiled call, `Problem.evaluate`: the stacked vector $F = [J, c_{eq}, c_{in}]$ and its Jacobian
-$\partial F/\partial x$, by reverse mode (`jax.jacrev`, one backward pass per row) when $F$ has at
-most a quarter as many rows as $x$ has entries (a reverse pass costs several forward-mode
-columns), else by forward mode (`jax.jacfwd`, one tangent per entry, all in one pass). Reference: Nocedal & Wright,
-*Numerical Optimization*, 2nd ed. (Springer, 2006), ch. 12 (the KKT conditions).
+Three compiled programs serve a host solver, each called at most once per point:
+
+- `Problem.forward(z, args)`: the stacked vector $F = [J, c_{eq}, c_{in}]$ (a line search's trial
+  points need values only);
+- `Problem.evaluate(z, args)`: $F$ and its Jacobian $\partial F/\partial x$, by reverse mode
+  (`jax.jacrev`, one backward pass per row) when $F$ has at most a quarter as many rows as $x$ has
+  entries (a reverse pass costs several forward-mode columns), else by forward mode
+  (`jax.jacfwd`, one tangent per entry, all in one pass);
+- `Problem.hessian(z, args, w)`: $F$, $\partial F/\partial x$ and the Hessian of the Lagrangian
+  $\nabla^2_{xx} (w^T F)$ ($w = [\sigma, \lambda, \mu]$: the objective's factor and the
+  multipliers) in one program, by forward over reverse mode (`jax.jacfwd` of the gradient of
+  $w^T F$ and of $F$ together: one reverse pass carrying one tangent per variable; the Jacobian
+  comes with it). Its result is symmetric (the mean of it and its transpose: round-off of the
+  two mixed-derivative orders).
+
+A model that can be differentiated in reverse mode only (an adaptive phase of
+`jaxsim.phases`, whose default adjoint is reverse mode only) has no forward-mode Jacobian and no
+Hessian: `jacobian="auto"` then takes reverse mode, and the solvers' `hessian="auto"` falls back
+to a quasi-Newton Hessian. Reference: Nocedal & Wright, *Numerical Optimization*, 2nd ed.
+(Springer, 2006), ch. 12 (the KKT conditions) and sec. 8.4 (second derivatives by forward over
+reverse mode; Griewank & Walther, *Evaluating Derivatives*, 2nd ed., SIAM, 2008, ch. 5).
 """
 
 import time
@@ -32,6 +47,15 @@ from ._result import constraint_violation
 _CLS = "Problem"
 # Cost of one reverse-mode row relative to one forward-mode column, for jacobian="auto".
 _REV_COST = 4
+
+
+def forward_mode_refused(err: BaseException) -> bool:
+    """Whether `err` is JAX's (or `simulate`'s) refusal of forward-mode differentiation through a
+    reverse-mode-only computation (a `custom_vjp`: the default adjoint of an adaptive run)."""
+    text = str(err)
+    return isinstance(err, TypeError) and (
+        "forward-mode differentiation" in text or "forward-mode autodiff" in text
+    )
 
 
 def _as_vector(value, what):
@@ -161,12 +185,15 @@ class Problem:
     - `args`: default data for the functions (a pytree of arrays; a solver's `args=` replaces it
       without recompiling when its structure and shapes stay the same).
     - `jacobian`: `"auto"` (reverse mode when $4(1 + m_{eq} + m_{in}) \le$ the number of
-      variables, else forward mode), `"rev"` or `"fwd"`.
+      variables, else forward mode; reverse mode also when the functions refuse forward mode,
+      as a run with an adaptive phase does), `"rev"` or `"fwd"` (refused at the first
+      evaluation, naming `jacobian="rev"`, when the functions refuse forward mode).
 
     Construction traces the functions once (`jax.eval_shape`) to learn the constraint sizes;
     nothing is compiled until the first evaluation. `compile_count` counts the traces of the
-    compiled evaluations (one per distinct argument structure): it stays at 1 across the
-    iterations of a solve and across solves whose `args` change only in value.
+    compiled evaluations (one per program and distinct argument structure): it stays the same
+    across the iterations of a solve and across solves whose `args` change only in value.
+    `jacobian_mode` is the mode in use (`"rev"` or `"fwd"`; `"auto"` resolved).
     """
 
     def __init__(
@@ -209,7 +236,9 @@ class Problem:
         self._equality = equality
         self._inequality = inequality
         self.args = args
-        self.trace_counts = {"evaluate": 0, "objective_and_gradient": 0, "forward": 0}
+        self.trace_counts = {
+            "evaluate": 0, "objective_and_gradient": 0, "forward": 0, "hessian": 0,
+        }  # fmt: skip
         shapes = jax.eval_shape(self._split, flat0, args)
         if shapes[0].shape != ():
             raise ValueError(
@@ -219,6 +248,9 @@ class Problem:
         self.num_equality = int(shapes[1].shape[0])
         self.num_inequality = int(shapes[2].shape[0])
         rows = 1 + self.num_equality + self.num_inequality
+        # "auto" resolved here; forward mode chosen by "auto" falls back to reverse mode where
+        # the functions refuse it (`_evaluate`), an explicit "fwd" is refused there by name.
+        self._auto = jacobian == "auto"
         if jacobian == "auto":
             # A reverse pass (with its tape) costs several forward-mode columns: measured on the
             # orbit transfer (44 rows, 82 variables), jacfwd 8 ms, jacrev 24 ms (forward 0.66).
@@ -227,6 +259,7 @@ class Problem:
         self.evaluate = _jit(self._evaluate)
         self.objective_and_gradient = _jit(self._objective_and_gradient)
         self.forward = _jit(self._forward)
+        self.hessian = _jit(self._hessian)
 
     # -- the functions on the flat vector ------------------------------------------------------
 
@@ -293,14 +326,52 @@ class Problem:
 
     def _evaluate(self, z, args):
         self.trace_counts["evaluate"] += 1
-        jac = jax.jacrev if self.jacobian_mode == "rev" else jax.jacfwd
 
         def pair(v):
             F = self.values(v, args)
             return F, F
 
-        J, F = jac(pair, has_aux=True)(z)
+        if self.jacobian_mode == "rev":
+            J, F = jax.jacrev(pair, has_aux=True)(z)
+            return F, J
+        try:
+            J, F = jax.jacfwd(pair, has_aux=True)(z)
+        except TypeError as err:
+            if not forward_mode_refused(err):
+                raise
+            if not self._auto:
+                raise ValueError(
+                    f"{_CLS}: `jacobian='fwd'` needs forward-mode derivatives, which these "
+                    "functions refuse (a run with an adaptive phase or another reverse-mode-only "
+                    "adjoint); use `jacobian='rev'` (or 'auto', which picks it)."
+                ) from err
+            # jacobian="auto": the functions are reverse mode only; this trace and every later
+            # one use reverse mode.
+            self.jacobian_mode = "rev"
+            J, F = jax.jacrev(pair, has_aux=True)(z)
         return F, J
+
+    def _hessian(self, z, args, w):
+        self.trace_counts["hessian"] += 1
+
+        def gradient_and_values(v):
+            F, pullback = jax.vjp(lambda u: self.values(u, args), v)
+            (g,) = pullback(w)
+            return (F, g), F
+
+        try:
+            (J, H), F = jax.jacfwd(gradient_and_values, has_aux=True)(z)
+        except TypeError as err:
+            if not forward_mode_refused(err):
+                raise
+            raise ValueError(
+                f"{_CLS}: the exact Hessian (forward over reverse mode) needs forward-mode "
+                "derivatives, which these functions refuse (a run with an adaptive phase or "
+                "another reverse-mode-only adjoint); solve with a quasi-Newton Hessian: "
+                "`hessian='limited-memory'` (solve_ipopt) or `hessian='bfgs'` (solve_scipy), or "
+                "'auto', which falls back to it."
+            ) from err
+        return F, J, 0.5 * (H + H.T)
 
     def _objective_and_gradient(self, z, args):
         self.trace_counts["objective_and_gradient"] += 1
@@ -337,18 +408,34 @@ class Problem:
 
 
 class HostEvaluator:
-    """`Problem.evaluate` for a host solver: numpy in, numpy out, and the last point cached, so
-    that a solver asking for the objective, its gradient, the constraints and their Jacobians in
-    separate calls at one point gets them from one compiled evaluation (`count` evaluations)."""
+    """A problem's compiled programs for a host solver: numpy in, numpy out, each point computed
+    once (module docstring).
+
+    The last point's values, values with Jacobian, and Hessian (with its weights) are kept, so a
+    solver asking for the objective, its gradient, the constraints, their Jacobians and the
+    Hessian of the Lagrangian in separate callbacks at one point gets each from one compiled call;
+    a point whose values only are asked (a line search's trial) runs `Problem.forward` only, and
+    a Jacobian or Hessian asked later at that point runs the larger program once.
+
+    Counts of the compiled calls: `count` (values with Jacobian: `Problem.evaluate`),
+    `value_count` (values only: `Problem.forward`), `hessian_count` (`Problem.hessian`, which
+    gives the values and Jacobian too); `seconds` in all of them.
+    """
 
     def __init__(self, problem: Problem, args: PyTree) -> None:
         self.problem = problem
         self.args = args
         self.count = 0
+        self.value_count = 0
+        self.hessian_count = 0
         self.seconds = 0.0
-        self._z = None
+        self._z = None  # the point of _F and _J
         self._F = None
         self._J = None
+        self._vz = None  # the point of _vF (values only)
+        self._vF = None
+        self._hkey = None  # (point, weights) of _H
+        self._H = None
         # Whether an evaluation since the solver's last accepted iterate (`accept`) was not
         # finite: a stop right after one is a stop against a region where the problem fails.
         self.met_nonfinite = False
@@ -357,36 +444,74 @@ class HostEvaluator:
         """The solver accepted an iterate (its per-iteration callback): start a new iteration."""
         self.met_nonfinite = False
 
+    def _note(self, *arrays):
+        if not all(np.all(np.isfinite(a)) for a in arrays):
+            self.met_nonfinite = True
+
+    def _at(self, z, point):
+        return point is not None and np.array_equal(z, point)
+
     def __call__(self, z):
+        """`(F, J)` at `z`: values and Jacobian (`Problem.evaluate`, once per point)."""
         z = np.asarray(z, dtype=float)
-        if self._z is None or not np.array_equal(z, self._z):
+        if not self._at(z, self._z):
             start = time.perf_counter()
             F, J = self.problem.evaluate(jnp.asarray(z), self.args)
             self._F, self._J = np.asarray(F), np.asarray(J)
             self.seconds += time.perf_counter() - start
             self._z = z.copy()
             self.count += 1
-            if not (np.all(np.isfinite(self._F)) and np.all(np.isfinite(self._J))):
-                self.met_nonfinite = True
+            self._note(self._F, self._J)
         return self._F, self._J
 
+    def values(self, z):
+        """`F` at `z`: from the point's Jacobian evaluation when there was one, else
+        `Problem.forward` (once per point)."""
+        z = np.asarray(z, dtype=float)
+        if self._at(z, self._z):
+            return self._F
+        if not self._at(z, self._vz):
+            start = time.perf_counter()
+            self._vF = np.asarray(self.problem.forward(jnp.asarray(z), self.args))
+            self.seconds += time.perf_counter() - start
+            self._vz = z.copy()
+            self.value_count += 1
+            self._note(self._vF)
+        return self._vF
+
+    def hessian(self, z, weights):
+        r"""$\nabla^2_{xx}(w^T F)$ at `z` for the weights `w` (`Problem.hessian`, once per point
+        and weights; its values and Jacobian are kept for the point)."""
+        z = np.asarray(z, dtype=float)
+        w = np.asarray(weights, dtype=float)
+        key = self._hkey
+        if key is None or not (np.array_equal(z, key[0]) and np.array_equal(w, key[1])):
+            start = time.perf_counter()
+            F, J, H = self.problem.hessian(jnp.asarray(z), self.args, jnp.asarray(w))
+            self._H = np.asarray(H)
+            if not self._at(z, self._z):
+                self._F, self._J, self._z = np.asarray(F), np.asarray(J), z.copy()
+            self.seconds += time.perf_counter() - start
+            self._hkey = (z.copy(), w.copy())
+            self.hessian_count += 1
+            self._note(self._H)
+        return self._H
+
     def objective(self, z):
-        return float(self(z)[0][0])
+        return float(self.values(z)[0])
 
     def gradient(self, z):
         return self(z)[1][0].copy()
 
     def equality(self, z):
-        F, _ = self(z)
-        return F[1 : 1 + self.problem.num_equality].copy()
+        return self.values(z)[1 : 1 + self.problem.num_equality].copy()
 
     def equality_jacobian(self, z):
         _, J = self(z)
         return J[1 : 1 + self.problem.num_equality].copy()
 
     def inequality(self, z):
-        F, _ = self(z)
-        return F[1 + self.problem.num_equality :].copy()
+        return self.values(z)[1 + self.problem.num_equality :].copy()
 
     def inequality_jacobian(self, z):
         _, J = self(z)

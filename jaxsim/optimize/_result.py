@@ -82,8 +82,11 @@ class OptimizeResult(eqx.Module):
     - `log`: per iteration, `{"objective": (k,), "violation": (k,)}` (and solver-specific rows;
       `solve_jax` pads unused rows with NaN).
     - `solver`: the solver's name; `solver_message`: its own words (host solvers).
-    - `evaluations`: compiled evaluations of objective + constraints + Jacobians (host solvers;
-      SciPy asks for values and Jacobians separately, the cache answers the second).
+    - `evaluations`: compiled evaluations of objective + constraints + Jacobians (host solvers:
+      `Problem.evaluate`, once per iterate: the solver's separate requests at a point are
+      answered by one call); `value_evaluations`: of the values only (`Problem.forward`: a line
+      search's trial points); `hessian_evaluations`: of the Hessian of the Lagrangian
+      (`Problem.hessian`; 0 with a quasi-Newton Hessian).
     """
 
     x: PyTree
@@ -96,6 +99,8 @@ class OptimizeResult(eqx.Module):
     solver: str = eqx.field(static=True)
     solver_message: str = eqx.field(static=True, default="")
     evaluations: int = eqx.field(static=True, default=-1)
+    value_evaluations: int = eqx.field(static=True, default=-1)
+    hessian_evaluations: int = eqx.field(static=True, default=-1)
     solve_time_s: float = eqx.field(static=True, default=float("nan"))
 
     @property
