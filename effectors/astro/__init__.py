@@ -1,4 +1,5 @@
-"""effectors.astro: the astrodynamics environment (bodies and constants, orbital elements, epochs).
+"""effectors.astro: the astrodynamics environment (bodies and constants, orbital elements, epochs,
+two-line elements and SGP4/SDP4).
 
 `import effectors as fx; fx.astro.EARTH.mu`.
 """
@@ -61,8 +62,21 @@ from ._rotation import (
     gmst82 as gmst82,
     precession76 as precession76,
 )
+from ._sgp4 import (
+    MAX_RESONANCE_STEPS as MAX_RESONANCE_STEPS,
+    SGP4_ERRORS as SGP4_ERRORS,
+    SGP4Elements as SGP4Elements,
+    SGP4Result as SGP4Result,
+    sgp4 as sgp4,
+)
 from ._time import (
     J2000_JD_TDB as J2000_JD_TDB,
     TT_MINUS_TAI as TT_MINUS_TAI,
     Epoch as Epoch,
+)
+from ._tle import (
+    TLE as TLE,
+    read_tles as read_tles,
+    stack_elements as stack_elements,
+    tle_checksum as tle_checksum,
 )
