@@ -69,6 +69,18 @@ from ._sgp4 import (
     SGP4Result as SGP4Result,
     sgp4 as sgp4,
 )
+from ._teme import (
+    WGS84_A as WGS84_A,
+    WGS84_F as WGS84_F,
+    dcm_gcrs_to_teme as dcm_gcrs_to_teme,
+    equation_of_equinoxes94 as equation_of_equinoxes94,
+    geodetic as geodetic,
+    mean_obliquity80 as mean_obliquity80,
+    nutation80 as nutation80,
+    polar_motion as polar_motion,
+    teme_to_gcrs as teme_to_gcrs,
+    teme_to_itrs as teme_to_itrs,
+)
 from ._time import (
     J2000_JD_TDB as J2000_JD_TDB,
     TT_MINUS_TAI as TT_MINUS_TAI,
@@ -79,4 +91,5 @@ from ._tle import (
     read_tles as read_tles,
     stack_elements as stack_elements,
     tle_checksum as tle_checksum,
+    tle_state as tle_state,
 )

@@ -32,7 +32,9 @@ import math
 
 import numpy as np
 
-from ._sgp4 import SGP4Elements, SGP4Result, sgp4
+from ._sgp4 import SGP4_ERRORS, SGP4Elements, SGP4Result, sgp4
+from ._teme import teme_to_gcrs
+from ._time import Epoch
 
 
 _JD_1950 = 2433281.5  # [d] 1949-12-31 00:00 UT: SGP4's epoch origin
@@ -213,8 +215,6 @@ class TLE:
     @property
     def epoch(self):
         """The element epoch as an `effectors.astro.Epoch` (UTC)."""
-        from ._time import Epoch  # noqa: PLC0415  (astropy is optional: only when asked)
-
         return Epoch(self.jd_epoch, scale="utc")
 
     def elements(self) -> SGP4Elements:
@@ -288,3 +288,31 @@ def stack_elements(tles) -> SGP4Elements:
         "nodeo",
     )
     return SGP4Elements(*(np.stack([np.asarray(getattr(e, f)) for e in els]) for f in fields))
+
+
+def tle_state(tle: TLE, epoch, **kwargs):
+    r"""The GCRS position [m] and velocity [m/s] of a TLE's satellite at `epoch` (an
+    `effectors.astro.Epoch`): SGP4 in TEME at the elapsed time since the element epoch (from the
+    two-part TT dates, exact to the microsecond), then `teme_to_gcrs`. The initial state of a run
+    in the GCRS (jaxsim's inertial frame $\mathcal N$ around the Earth):
+
+    ```python
+    sc.init_state(*fx.astro.tle_state(tle, epoch))
+    ```
+
+    `kwargs` go to `sgp4` (`gravity`, `opsmode`). Raises `ValueError` naming SGP4's error code when
+    the elements give no valid state at `epoch` (decayed, eccentricity out of range, ...).
+    """
+    if not isinstance(tle, TLE):
+        raise TypeError(f"tle_state: `tle` must be a TLE; got {type(tle).__name__}.")
+    if not hasattr(epoch, "to_astropy"):
+        raise TypeError(f"tle_state: `epoch` must be an Epoch; got {epoch!r}.")
+    dt = float((epoch.to_astropy().tt - tle.epoch.to_astropy().tt).sec)
+    out = sgp4(tle.elements(), dt, **kwargs)
+    code = int(out.error)
+    if code != 0:
+        raise ValueError(
+            f"tle_state: SGP4 gives error {code} ({SGP4_ERRORS[code]}) for satellite "
+            f"{tle.satnum} at {epoch.iso}Z, {dt / 86400.0:.3f} d from its element epoch."
+        )
+    return teme_to_gcrs(out.r_TEME, out.v_TEME, epoch)
