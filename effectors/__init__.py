@@ -72,6 +72,15 @@ from ._gnc._guidance import (
     VelocityPoint as VelocityPoint,
     mrp_add as mrp_add,
 )
+from ._gnc._sensors import (
+    IMU as IMU,
+    CenteredDipole as CenteredDipole,
+    CoarseSunSensors as CoarseSunSensors,
+    Magnetometer as Magnetometer,
+    Sensors as Sensors,
+    SimpleNav as SimpleNav,
+    StarTracker as StarTracker,
+)
 from ._noise._geometric_brownian_motion import GeometricBrownianMotion as GeometricBrownianMotion
 from ._noise._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
 from ._spacecraft._assembly import Spacecraft as Spacecraft

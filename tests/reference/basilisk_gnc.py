@@ -78,7 +78,9 @@ def run_module(
     - `inputs`: one dict per tick `{input message attribute: (payload type name, {field: value})}`,
       e.g. `{"transNavInMsg": ("NavTransMsgPayload", {"r_BN_N": [...], "v_BN_N": [...]})}`; an
       input absent from a tick keeps its last written value.
-    - `outputs`: `{output message attribute: (field, ...)}` read after each tick.
+    - `outputs`: `{output message attribute: (field, ...)}` read after each tick (an attribute
+      may be indexed: `"envOutMsgs[0]"`); the input name `"addSpacecraftToModel"` passes its
+      message to that method (environment models).
     - `setup`: optional `setup(module, keep)` called before the run (for configuration that is
       not a plain attribute).
 
@@ -106,7 +108,10 @@ def run_module(
                 msg = msg_type()
                 payload = getattr(messaging, ptype)()
                 msg.write(payload)
-                getattr(mod, attr).subscribeTo(msg)
+                if attr == "addSpacecraftToModel":  # environment models take their states so
+                    mod.addSpacecraftToModel(msg)
+                else:
+                    getattr(mod, attr).subscribeTo(msg)
                 msgs[attr] = (msg, ptype)
                 keep.append(msg)
     sim.AddModelToTask("task", mod)
@@ -122,7 +127,115 @@ def run_module(
         sim.ConfigureStopTime(k * dt_ns)
         sim.ExecuteSimulation()
         for m, fields in outputs.items():
-            data = getattr(mod, m).read()
+            if m.endswith("]"):  # an indexed output vector, e.g. "envOutMsgs[0]"
+                base, idx = m[:-1].split("[")
+                data = getattr(mod, base)[int(idx)].read()
+            else:
+                data = getattr(mod, m).read()
             for f in fields:
                 out[f"{m}.{f}"].append(np.asarray(getattr(data, f), dtype=float))
     return {k: np.asarray(v) for k, v in out.items()}
+
+
+def run_sensor_sim(spec: dict) -> dict:
+    """A Basilisk simulation with sensors on their own task: the spacecraft (RK4, point-mass Earth)
+    on a dynamics task at `spec["dyn_dt"]` (priority 200), and at `spec["sensor_dt"]` (priority
+    100: after the dynamics at a shared time) `starTracker`, `magneticFieldCenteredDipole` ->
+    `magnetometer`, one `coarseSunSensor`, `imuSensor` and `simpleNav`, each with recorders.
+
+    `spec` keys: `mass`, `I_B`, `r_CN_N`, `v_CN_N`, `sigma_BN`, `omega_BN_B`, `mu`, `dyn_dt`,
+    `sensor_dt`, `duration`, `dcm_CB`, `dipole` (g10, g11, h11, planet_radius), `dcm_SB`,
+    `css_nHat_B`, `css_fov`, `r_sun_N`, `dcm_PB`, `gyro_bias`. Returns
+    `{"t", "qInrtl2Case", "tam_S", "css", "AngVelPlatform", "DRFramePlatform", "sigma_BN",
+    "vehSunPntBdy"}` at each sensor call (t = 0 included).
+    """
+    from Basilisk.architecture import messaging
+    from Basilisk.simulation import (
+        coarseSunSensor,
+        imuSensor,
+        magneticFieldCenteredDipole,
+        magnetometer,
+        simpleNav,
+        starTracker,
+    )
+    from Basilisk.utilities import SimulationBaseClass, macros
+
+    from tests.reference.basilisk_scenarios import point_mass_earth, rk4_spacecraft
+
+    s = spec
+    keep = []
+    sim = SimulationBaseClass.SimBaseClass()
+    proc = sim.CreateNewProcess("proc")
+    proc.addTask(sim.CreateNewTask("dyn", macros.sec2nano(s["dyn_dt"])), 200)
+    proc.addTask(sim.CreateNewTask("sens", macros.sec2nano(s["sensor_dt"])), 100)
+    sc = rk4_spacecraft(keep, "sc", s["mass"], s["I_B"], r_CN_N=s["r_CN_N"], v_CN_N=s["v_CN_N"],
+                        sigma_BN=s["sigma_BN"], omega_BN_B=s["omega_BN_B"])  # fmt: skip
+    point_mass_earth(keep, sc, s["mu"])
+    sim.AddModelToTask("dyn", sc)
+    state = sc.scStateOutMsg
+
+    st = starTracker.StarTracker()
+    st.dcm_CB = np.asarray(s["dcm_CB"]).tolist()
+    st.scStateInMsg.subscribeTo(state)
+    sim.AddModelToTask("sens", st)
+
+    mag = magneticFieldCenteredDipole.MagneticFieldCenteredDipole()
+    d = s["dipole"]
+    mag.g10, mag.g11, mag.h11, mag.planetRadius = d["g10"], d["g11"], d["h11"], d["planet_radius"]
+    mag.addSpacecraftToModel(state)
+    sim.AddModelToTask("sens", mag)
+    tam = magnetometer.Magnetometer()
+    tam.dcm_SB = np.asarray(s["dcm_SB"]).tolist()
+    tam.stateInMsg.subscribeTo(state)
+    tam.magInMsg.subscribeTo(mag.envOutMsgs[0])
+    sim.AddModelToTask("sens", tam)
+
+    sun = messaging.SpicePlanetStateMsg()
+    sun_p = messaging.SpicePlanetStateMsgPayload()
+    sun_p.PositionVector = list(s["r_sun_N"])
+    sun.write(sun_p)
+    css = coarseSunSensor.CoarseSunSensor()
+    css.nHat_B = list(s["css_nHat_B"])
+    css.fov = float(s["css_fov"])
+    css.senNoiseStd = 0.0
+    css.sunInMsg.subscribeTo(sun)
+    css.stateInMsg.subscribeTo(state)
+    sim.AddModelToTask("sens", css)
+
+    imu = imuSensor.ImuSensor()
+    imu.dcm_PB = np.asarray(s["dcm_PB"]).tolist()
+    imu.senRotBias = list(s["gyro_bias"])
+    imu.senRotMax = 1e3
+    imu.senTransMax = 1e3
+    imu.scStateInMsg.subscribeTo(state)
+    sim.AddModelToTask("sens", imu)
+
+    nav = simpleNav.SimpleNav()
+    nav.scStateInMsg.subscribeTo(state)
+    nav.sunStateInMsg.subscribeTo(sun)
+    sim.AddModelToTask("sens", nav)
+
+    recs = {
+        "st": st.sensorOutMsg.recorder(),
+        "tam": tam.tamDataOutMsg.recorder(),
+        "css": css.cssDataOutMsg.recorder(),
+        "imu": imu.sensorOutMsg.recorder(),
+        "nav": nav.attOutMsg.recorder(),
+    }
+    for r in recs.values():
+        sim.AddModelToTask("sens", r)
+    keep += [st, mag, tam, sun, sun_p, css, imu, nav]
+    sim.InitializeSimulation()
+    sim.ConfigureStopTime(macros.sec2nano(s["duration"]))
+    sim.ExecuteSimulation()
+    f = lambda a: np.asarray(a, dtype=float)  # noqa: E731
+    return {
+        "t": f(recs["st"].times()) * 1e-9,
+        "qInrtl2Case": f(recs["st"].qInrtl2Case),
+        "tam_S": f(recs["tam"].tam_S),
+        "css": f(recs["css"].OutputData),
+        "AngVelPlatform": f(recs["imu"].AngVelPlatform),
+        "DRFramePlatform": f(recs["imu"].DRFramePlatform),
+        "sigma_BN": f(recs["nav"].sigma_BN),
+        "vehSunPntBdy": f(recs["nav"].vehSunPntBdy),
+    }

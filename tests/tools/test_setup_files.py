@@ -148,6 +148,22 @@ def _instances() -> dict:
             [0.0, 0.0, 1.0], [6378e3, 0.0, 0.0], use_boresight_rate_damping=True
         ),
         "AttTrackingError": fx.AttTrackingError([0.01, 0.0, 0.0]),
+        "StarTracker": fx.StarTracker(np.eye(3), noise_std=[1e-5] * 3, walk_bounds=[1e-4] * 3),
+        "CenteredDipole": fx.CenteredDipole(-3e-5, -2e-6, 6e-6, 6371.2e3),
+        "Magnetometer": fx.Magnetometer(
+            fx.CenteredDipole(-3e-5, -2e-6, 6e-6, 6371.2e3), bias=[1e-7, 0.0, 0.0], max_output=1e-4
+        ),
+        "CoarseSunSensors": fx.CoarseSunSensors(
+            [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+            [1.496e11, 0.0, 0.0],
+            kelly_factor=0.1,
+            occulter_radius=6378e3,
+        ),  # fmt: skip
+        "IMU": fx.IMU(gyro_bias=[1e-5, 0.0, 0.0], gyro_lsb=1e-6, gyro_noise_std=[1e-6] * 3),
+        "SimpleNav": fx.SimpleNav([1.496e11, 0.0, 0.0], noise_std=[1.0] * 15),
+        "Sensors": fx.Sensors(
+            js.Clock("1/2"), [fx.StarTracker(), fx.IMU()], key=jax.random.key(3), name="sens"
+        ),
         "ConstantVolumeTank": fx.ConstantVolumeTank(prop_mass_init=50.0, radius=0.3),
         "ConstantDensityTank": fx.ConstantDensityTank(prop_mass_init=50.0, radius=0.3),
         "EmptyingTank": fx.EmptyingTank(prop_mass_init=50.0, radius=0.3),
