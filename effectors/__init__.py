@@ -38,7 +38,13 @@ from ._bodies._spring_mass_damper import SpringMassDampers as SpringMassDampers
 from ._environment._eclipse import Eclipse as Eclipse
 from ._environment._exponential_atmosphere import ExponentialAtmosphere as ExponentialAtmosphere
 from ._environment._harris_priester import HarrisPriesterAtmosphere as HarrisPriesterAtmosphere
+from ._environment._nrlmsise00 import (
+    NRLMSISE00Output as NRLMSISE00Output,
+    nrlmsise00 as nrlmsise00,
+)
+from ._environment._nrlmsise00_atmosphere import NRLMSISE00Atmosphere as NRLMSISE00Atmosphere
 from ._environment._shadow import conical_illumination as conical_illumination
+from ._environment._space_weather import SpaceWeather as SpaceWeather
 from ._forces._drag import Drag as Drag
 from ._forces._ext_force_torque import ExtForceTorque as ExtForceTorque
 from ._forces._gravity import (

@@ -12,6 +12,7 @@ from jaxsim.validation import as_array, check_name, check_nonnegative, check_pos
 
 from .._spacecraft._contract import AbstractDynamicEffector
 from .._spacecraft._types import ForceTorque, HubContext
+from ..astro._bodies import Body
 
 
 # Below this relative speed [m/s] the drag force is zero (Basilisk's threshold).
@@ -35,6 +36,9 @@ class Drag(AbstractDynamicEffector):
     $$\mathbf F_B = -\tfrac12 C_D A\,\rho\,\|\mathbf v_B\|^2\hat{\mathbf v}_B,\qquad
     \mathbf v_B = [BN]\,\mathbf v_{B/N},\qquad \boldsymbol\tau_B = \mathbf r_{cp/B}\times\mathbf F_B,$$
 
+    with, for an atmosphere that rotates with the planet (`planet_omega_N` given), the velocity
+    relative to the air $\mathbf v_B = [BN](\mathbf v_{B/N} - \boldsymbol\omega_P\times\mathbf r_{B/N})$,
+
     zero when $\|\mathbf v_B\| \le 10^{-12}$ m/s. The density is the atmosphere's at the hub position,
     optionally corrected by a noise state $\delta$: $\rho = \max(0, \rho_{atm}(1 + \delta))$; the drag
     coefficient likewise by a noise state $\epsilon$: $C_D^{eff} = \max(0, C_D(1 + \epsilon))$.
@@ -52,14 +56,22 @@ class Drag(AbstractDynamicEffector):
       is $\delta$ (Basilisk `densityCorrectionStateName`); default none.
     - `cd_correction`, `cd_correction_index`: the same for a drag-coefficient correction $\epsilon$
       (e.g. an independent `MeanRevertingNoise` state); default none.
+    - `planet_omega_N`: the atmosphere's angular velocity $\boldsymbol\omega_P$ [rad/s] in
+      $\mathcal N$ components, a `(3,)` vector or an `effectors.astro.Body` (then
+      $(0, 0, \omega_\oplus)$ with the body's `rotation_rate`: the rotation axis taken as the $z$ axis
+      of $\mathcal N$, within 0.2 deg of the Earth's true pole in 1990-2035); default `None`: an
+      atmosphere at rest in $\mathcal N$. Basilisk's `dragDynamicEffector` is at rest by default and
+      co-rotates when its `windVelInMsg` is connected to a `ZeroWindModel` (whose
+      `setPlanetOmega_N` is this argument).
     - `name`: unique effector name.
 
     **Coupling design:** a dynamic effector has no state; `Spacecraft.context` passes the whole
     state dict as `ctx.states`, and the drag effector reads `ctx.states[density_correction]`. It
     declares the dependency in `reads_states`, which `Spacecraft` checks at construction.
 
-    **Assumptions and limitations:** velocity relative to the (non-rotating) atmosphere equals the
-    hub velocity state (no wind, no co-rotation); constant area and coefficient (no attitude
+    **Assumptions and limitations:** without `planet_omega_N` the velocity relative to the air is
+    the hub's inertial velocity (no co-rotation: at 400 km and 51.6 deg the co-rotation changes the
+    force by up to about 10 %); no winds; constant area and coefficient (no attitude
     dependence); density and velocity read at every derivative stage (Basilisk holds the density
     over a step).
 
@@ -76,6 +88,7 @@ class Drag(AbstractDynamicEffector):
     density_correction_index: int = eqx.field(static=True)
     cd_correction: str | None = eqx.field(static=True)
     cd_correction_index: int = eqx.field(static=True)
+    planet_omega_N: Float[Array, "3"] | None
     name: str = eqx.field(static=True)
     commands = ()  # reads no commands from `args` (checked by `simulate`)
 
@@ -90,6 +103,7 @@ class Drag(AbstractDynamicEffector):
         density_correction_index: int = 0,
         cd_correction: str | None = None,
         cd_correction_index: int = 0,
+        planet_omega_N: Float[ArrayLike, "3"] | Body | None = None,
         name: str = "drag",
     ):
         cls = "Drag"
@@ -114,6 +128,11 @@ class Drag(AbstractDynamicEffector):
         self.density_correction_index = density_correction_index
         self.cd_correction = cd_correction
         self.cd_correction_index = cd_correction_index
+        if isinstance(planet_omega_N, Body):
+            planet_omega_N = [0.0, 0.0, planet_omega_N.rotation_rate]
+        self.planet_omega_N = as_array(
+            cls, "planet_omega_N", planet_omega_N, "rad/s", (3,), required=False
+        )
         self.name = check_name(cls, "name", name)
 
     @property
@@ -140,8 +159,14 @@ class Drag(AbstractDynamicEffector):
         """Reads no commands (`{}`)."""
         return {}
 
+    def velocity_N(self, ctx: HubContext):
+        r"""Velocity of the hub relative to the air [m/s], $\mathcal N$ components."""
+        if self.planet_omega_N is None:
+            return ctx.v_BN_N
+        return ctx.v_BN_N - cross3(self.planet_omega_N, ctx.r_BN_N)
+
     def force_torque(self, ctx: HubContext) -> ForceTorque:
-        v_B = mv3(ctx.dcm_BN, ctx.v_BN_N)
+        v_B = mv3(ctx.dcm_BN, self.velocity_N(ctx))
         v2 = dot3(v_B, v_B)
         moving = v2 > _MIN_SPEED**2
         speed = jnp.sqrt(jnp.where(moving, v2, 1.0))  # gradient-safe at v = 0

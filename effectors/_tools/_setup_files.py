@@ -107,6 +107,7 @@ _INT_RANGE = {"max_steps": (1, 2**63 - 1), "max_events": (0, 2**63 - 1)}
 # `save_setup` refuses (a MuJoCo scene would make the loader open and parse any file it names).
 _NOT_DECLARATIVE = {
     "MuJoCoScene": "a MuJoCo model: `mjcf` is a file path or XML text that MuJoCo reads",
+    "NRLMSISE00Atmosphere": "its `epoch` is an `effectors.astro.Epoch` (astropy time scales)",
     "OnTimeFSW": "its `request` is a Python function",
     "DiscreteModel": "its `update` is a Python function",
     "Event": "its `cond` and `reset` are Python functions (events are not held by setups)",

@@ -69,6 +69,7 @@ def _instances() -> dict:
         ),  # fmt: skip
         "ExponentialAtmosphere": atmosphere,
         "HarrisPriesterAtmosphere": fx.HarrisPriesterAtmosphere([1.496e11, 0.0, 0.0], n=6),
+        "SpaceWeather": fx.SpaceWeather.constant(f107=180.0, f107a=160.0, ap=12.0),
         "ReactionWheels": fx.ReactionWheels(
             gsHat_B=np.eye(3),
             Js=[0.1, 0.1, 0.12],
@@ -100,7 +101,9 @@ def _instances() -> dict:
         "ExtForceTorque": fx.ExtForceTorque(
             force_B=[0.1, 0.0, 0.0], torque_B=js.Ramp(2.0, [1e-5, 0.0, 0.0], [1e-4, 0.0, 0.0])
         ),
-        "Drag": fx.Drag(atmosphere, Cd=2.2, area=3.0, r_cp_B=[0.1, 0.0, 0.0]),
+        "Drag": fx.Drag(
+            atmosphere, Cd=2.2, area=3.0, r_cp_B=[0.1, 0.0, 0.0], planet_omega_N=fx.astro.EARTH
+        ),  # fmt: skip
         "CannonballSRP": fx.CannonballSRP(area=4.0, r_sun_N=[1.496e11, 0.0, 0.0]),
         "Eclipse": fx.Eclipse([1.496e11, 0.0, 0.0]),
         "ThirdBodyGravity": fx.ThirdBodyGravity(4.9028e12, [3.844e8, 0.0, 0.0], name="moon"),
