@@ -6,8 +6,9 @@ shooting with 200 RK4 steps over t_f = 3.32; terminal u = 0 and v = sqrt(mu/r).
 
 **Goddard ascent** (maximum altitude with drag, free final time, a singular arc;
 `jaxsim.optimize.problems.goddard_rocket`): thrust held over 100 equal intervals of the free
-horizon, 2 RK4 steps each, single shooting as the guide teaches; final mass equality. CasADi
-builds the same 200 RK4 steps with the step t_f / 200 symbolic.
+horizon, 2 RK4 steps each, single shooting as the guide teaches (a `PiecewiseConstant` thrust;
+one more row holds it per segment through `shoot(..., segment_args=)`, the same problem); final
+mass equality. CasADi builds the same 200 RK4 steps with the step t_f / 200 symbolic.
 
 Both sides solve the same finite-dimensional problems and reach the same optimum to the solvers'
 tolerance (the tables show it). CasADi builds the expression graph symbolically and hands IPOPT
@@ -108,15 +109,18 @@ IPOPT_EXACT = "jaxsim + IPOPT (cyipopt, exact Hessian)"
 IPOPT_LBFGS = "jaxsim + IPOPT (cyipopt, L-BFGS)"
 
 
-def _solve_rows(make):
+def _solve_rows(make, lbfgs=True, slsqp=True):
     """First and warm solves of a fresh problem from `make()` by each solver."""
     rows = {}
-    solvers = [("jaxsim + SLSQP (SciPy)", lambda p: jo.solve_scipy(p, "SLSQP", max_iter=500))]
+    solvers = []
+    if slsqp:
+        solvers.append(
+            ("jaxsim + SLSQP (SciPy)", lambda p: jo.solve_scipy(p, "SLSQP", max_iter=500))
+        )
     if jo.cyipopt_available():
-        solvers[:0] = [
-            (IPOPT_EXACT, lambda p: jo.solve_ipopt(p)),
-            (IPOPT_LBFGS, lambda p: jo.solve_ipopt(p, hessian="limited-memory")),
-        ]
+        solvers[:0] = [(IPOPT_EXACT, lambda p: jo.solve_ipopt(p))]
+        if lbfgs:
+            solvers.insert(1, (IPOPT_LBFGS, lambda p: jo.solve_ipopt(p, hessian="limited-memory")))
     else:
         rows[IPOPT_EXACT] = rows[IPOPT_LBFGS] = {"skipped": "cyipopt not installed"}
     for name, solve in solvers:
@@ -168,12 +172,18 @@ def _casadi_solve(ca, nlp, x0, lbx, ubx, lbg, ubg, build_start):
 
 
 def ascent_jaxsim_side():
-    def make():
+    def make(control="signal"):
         return jo.problems.goddard_rocket(
-            num_intervals=ASCENT_INTERVALS, steps_per_interval=ASCENT_STEPS
+            num_intervals=ASCENT_INTERVALS, steps_per_interval=ASCENT_STEPS, control=control
         )
 
-    return _solve_rows(make)
+    rows = _solve_rows(make)
+    if jo.cyipopt_available():
+        # The held thrust per segment (shoot's segment_args) instead of a PiecewiseConstant
+        # over the horizon: the same problem, whose steps read one value.
+        seg = _solve_rows(lambda: make("segments"), lbfgs=False, slsqp=False)
+        rows[IPOPT_EXACT + ", segment_args"] = seg[IPOPT_EXACT]
+    return rows
 
 
 def ascent_casadi_side():

@@ -158,6 +158,7 @@ def shoot(
     steps_per_segment: int,
     nodes: PyTree | None = None,
     args: PyTree = None,
+    segment_args: PyTree | None = None,
     solver: object | None = None,
 ) -> Shot:
     r"""Run `model` from `y0` over $[t_0, t_1]$ in `num_segments` segments of `steps_per_segment`
@@ -172,6 +173,12 @@ def shoot(
       like `y0` with a leading axis of `num_segments - 1` (multiple shooting; decision variables).
     - `args`: passed to the model's drift; `solver`: a fixed-step solver (default `jaxsim.RK4()`;
       an adaptive one is refused: the segments take `steps_per_segment` fixed steps).
+    - `segment_args`: per-segment data instead of `args`, a pytree whose leaves have a leading axis
+      of `num_segments`: segment $k$'s drift gets the slice $k$ (e.g. the control held over the
+      segment, `{"thrust": u}` with `u` of shape `(K,)`). A drift step then reads one segment's
+      values, where a `PiecewiseConstant` over the whole horizon weighs all $K$ of them at every
+      stage: the cost of a step, and of its derivatives, does not grow with $K$ (the Hessian of
+      a $K$-interval problem: $O(K^2)$ instead of $O(K^3)$).
 
     Concrete `t0`, `t1` are checked as `simulate` checks them (finite scalars, `t1 > t0`); traced
     ones out of order give NaN states (each segment's run fails with `invalid_times`).
@@ -192,28 +199,48 @@ def shoot(
             ", an adaptive solver. Use js.RK4(), js.RK2() or js.Euler() (or a diffrax solver "
             "run at fixed steps), or simulate/phases for adaptive steps."
         )
+    if segment_args is not None:
+        if args is not None:
+            raise ValueError(
+                "shoot: give `args` (every segment) or `segment_args` (one slice per segment), "
+                "not both; put shared data in every slice of `segment_args`."
+            )
+        leaves = jax.tree_util.tree_flatten_with_path(segment_args)[0]
+        for path, leaf in leaves:
+            if jnp.ndim(leaf) < 1 or jnp.shape(leaf)[0] != K:
+                raise ValueError(
+                    f"shoot: every leaf of `segment_args` must have a leading axis of "
+                    f"num_segments = {K}; leaf {jax.tree_util.keystr(path) or '(the array)'} has "
+                    f"shape {jnp.shape(leaf)}."
+                )
     t0 = jnp.asarray(t0, dtype=float)
     h = (jnp.asarray(t1, dtype=float) - t0) / K
     y0 = jax.tree.map(lambda v: jnp.asarray(v, dtype=float), y0)
     edges = t0 + h * jnp.arange(K + 1)
 
-    def segment(k, y_start):
+    def segment(k, y_start, args_k):
         # simulate's free-time run: traced t0/t1, m steps of (t1 - t0)/m (guide "Free final
         # time and phases"); held inputs read the physical step, one program for every horizon.
         t_start = t0 + h * k
         sol = simulate(
-            model, y_start, t_start + h, t0=t_start, num_steps=m, solver=solver, args=args,
+            model, y_start, t_start + h, t0=t_start, num_steps=m, solver=solver, args=args_k,
             outputs=False, throw=False,
         )  # fmt: skip
         return jax.tree.map(lambda v: v[-1], sol.ys)
 
+    # One slice of `segment_args` per segment (scanned or vmapped with k), or `args` for all.
+    per_segment = (jnp.arange(K),) if segment_args is None else (jnp.arange(K), segment_args)
+
+    def segment_of(y_start, ks):
+        return segment(ks[0], y_start, args if segment_args is None else ks[1])
+
     if nodes is None:
 
-        def body(y, k):
-            y_next = segment(k, y)
+        def body(y, ks):
+            y_next = segment_of(y, ks)
             return y_next, y_next
 
-        _, ends = jax.lax.scan(body, y0, jnp.arange(K))
+        _, ends = jax.lax.scan(body, y0, per_segment)
         ys = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), y0, ends)
         return Shot(edges, ys, jnp.zeros((0,)))
 
@@ -230,7 +257,7 @@ def shoot(
                 f"= {(K - 1,) + jnp.shape(v)}; got {jnp.shape(n)}."
             )
     starts = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), y0, nodes)
-    ends = jax.vmap(segment)(jnp.arange(K), starts)
+    ends = jax.vmap(segment_of)(starts, per_segment)
     defects = jax.tree.map(lambda e, s: (e[:-1] - s).ravel(), ends, nodes)
     defects = jnp.concatenate([jnp.zeros((0,))] + jax.tree.leaves(defects))
     last = jax.tree.map(lambda e: e[-1:], ends)

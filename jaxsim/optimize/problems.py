@@ -158,8 +158,9 @@ GODDARD_ALTITUDE = 1.01283  # published optimum h(t_f) [initial radius] (COPS 3.
 class GoddardRocket(AbstractDynamicObject):
     r"""The vertical ascent of the Goddard problem (module docstring; normalised units).
 
-    **Arguments:** `thrust` (a signal of time [normalised force]), `c` (exhaust speed), `drag`
-    ($D_c$), `h_c` (density scale), `name`. State: `{"h", "v", "m"}`.
+    **Arguments:** `thrust` (a signal of time [normalised force], or None: the drift reads
+    `args["thrust"]`, a segment's held value from `shoot(..., segment_args=)`), `c` (exhaust
+    speed), `drag` ($D_c$), `h_c` (density scale), `name`. State: `{"h", "v", "m"}`.
     """
 
     thrust: object
@@ -168,7 +169,7 @@ class GoddardRocket(AbstractDynamicObject):
     h_c: jnp.ndarray
     name: str = "rocket"
 
-    def __init__(self, thrust, c=0.5, drag=310.0, h_c=500.0, name="rocket") -> None:
+    def __init__(self, thrust=None, c=0.5, drag=310.0, h_c=500.0, name="rocket") -> None:
         self.thrust = thrust
         self.c = jnp.asarray(c, float)
         self.drag = jnp.asarray(drag, float)
@@ -180,18 +181,26 @@ class GoddardRocket(AbstractDynamicObject):
 
     def drift(self, t, y, args):
         h, v, m = y["h"], y["v"], y["m"]
-        T = self.thrust(t)
+        T = args["thrust"] if self.thrust is None else self.thrust(t)
         D = self.drag * v * v * jnp.exp(-self.h_c * (h - 1.0))
         return {"h": v, "v": (T - D) / m - 1.0 / (h * h), "m": -T / self.c}
 
 
 def goddard_rocket(
-    *, num_intervals: int = 100, steps_per_interval: int = 2, data: dict | None = None
+    *,
+    num_intervals: int = 100,
+    steps_per_interval: int = 2,
+    control: str = "signal",
+    data: dict | None = None,
 ) -> Problem:
     r"""The Goddard ascent as a `Problem`, single shooting as the guide teaches: thrust held over
-    `num_intervals` equal intervals of the free horizon $t_f$ (`PiecewiseConstant` switching at
-    the segment edges), `steps_per_interval` RK4 steps each; minimize $-h(t_f)$ subject to
-    $m(t_f) - m_c = 0$.
+    `num_intervals` equal intervals of the free horizon $t_f$, `steps_per_interval` RK4 steps
+    each; minimize $-h(t_f)$ subject to $m(t_f) - m_c = 0$.
+
+    `control`: `"signal"` (a `PiecewiseConstant` over the horizon switching at the segment
+    edges, as the guide's examples) or `"segments"` (each segment's held value through
+    `shoot(..., segment_args=)`: the same problem, whose steps read one value; cheaper
+    derivatives for many intervals).
 
     Decision variables: `{"thrust": (num_intervals,)}` (fractions of $T_{max}$, in [0, 1]) and
     `{"t_f": ()}` (tenths of a time unit, in [0.1, 100]); initial guess: half thrust, $t_f$ = 0.2.
@@ -201,11 +210,22 @@ def goddard_rocket(
     args = {k: jnp.asarray(data[k], float) for k in GODDARD}
     N, m = int(num_intervals), int(steps_per_interval)
 
+    if control not in ("signal", "segments"):
+        raise ValueError(
+            f"goddard_rocket: `control` must be 'signal' or 'segments'; got {control!r}."
+        )
+
     def run(x, a):
         t_f = 0.1 * x["t_f"]
-        times = jnp.arange(1, N) * (t_f / N)
-        thrust = PiecewiseConstant(times, a["thrust_max"] * x["thrust"])
-        model = GoddardRocket(thrust, a["c"], a["drag"], a["h_c"])
+        thrust = a["thrust_max"] * x["thrust"]
+        if control == "segments":
+            model = GoddardRocket(None, a["c"], a["drag"], a["h_c"])
+            return shoot(
+                model, model.init_state(), t_f, num_segments=N, steps_per_segment=m,
+                segment_args={"thrust": thrust},
+            )  # fmt: skip
+        signal = PiecewiseConstant(jnp.arange(1, N) * (t_f / N), thrust)
+        model = GoddardRocket(signal, a["c"], a["drag"], a["h_c"])
         return shoot(model, model.init_state(), t_f, num_segments=N, steps_per_segment=m)
 
     def functions(x, a):

@@ -132,3 +132,44 @@ def test_ipopt_import_error_names_the_package(goddard, monkeypatch):
     assert not jo.cyipopt_available()
     with pytest.raises(ImportError, match="pip install cyipopt-wheels"):
         jo.solve_ipopt(goddard)
+
+
+# --------------------------------------------------------------------------------------------------
+# Held controls per segment (`shoot(..., segment_args=)`): the same problem as a PiecewiseConstant.
+
+# The same RK4 arithmetic with the held value read two ways (weights exactly 1 and 0): round-off.
+SAME_PROBLEM_RTOL = 1e-12
+
+
+def test_segment_args_give_the_signal_problem(goddard):
+    seg = problems.goddard_rocket(num_intervals=GODDARD_N, control="segments")
+    rng = np.random.default_rng(1)
+    z = jnp.asarray(np.clip(goddard.z0 + 0.2 * rng.standard_normal(goddard.z0.size), 0.05, 0.95))
+    z = z.at[-1].set(2.0)  # t_f = 0.2
+    for a, b in zip(seg.evaluate(z, seg.args), goddard.evaluate(z, goddard.args), strict=True):
+        np.testing.assert_allclose(a, b, rtol=SAME_PROBLEM_RTOL, atol=SAME_PROBLEM_RTOL)
+    if jo.cyipopt_available():
+        res = jo.solve_ipopt(seg)
+        assert res.status_name == "converged", res.message
+        assert abs(-float(res.objective) / problems.GODDARD_ALTITUDE - 1.0) < GODDARD_RTOL
+
+
+def test_segment_args_multiple_shooting_and_checks():
+    model = problems.GoddardRocket()  # reads args["thrust"]
+    y0 = model.init_state()
+    u = {"thrust": jnp.linspace(3.0, 0.0, 4)}
+    single = jo.shoot(model, y0, 0.2, num_segments=4, steps_per_segment=3, segment_args=u)
+    multi = jo.shoot(
+        model, y0, 0.2, num_segments=4, steps_per_segment=3, segment_args=u,
+        nodes=jo.interior_nodes(single),
+    )  # fmt: skip
+    np.testing.assert_allclose(multi.defects, 0.0, atol=SAME_PROBLEM_RTOL)
+    for k in "hvm":
+        np.testing.assert_allclose(multi.ys[k], single.ys[k], rtol=SAME_PROBLEM_RTOL)
+    # The mass falls by thrust * duration / c in each segment (exact for RK4: linear).
+    dm = np.asarray(u["thrust"]) * 0.05 / float(model.c)
+    np.testing.assert_allclose(-np.diff(single.ys["m"]), dm, rtol=SAME_PROBLEM_RTOL)
+    with pytest.raises(ValueError, match="not both"):
+        jo.shoot(model, y0, 0.2, steps_per_segment=3, args=u, segment_args=u)
+    with pytest.raises(ValueError, match="leading axis of num_segments = 3"):
+        jo.shoot(model, y0, 0.2, num_segments=3, steps_per_segment=3, segment_args=u)
