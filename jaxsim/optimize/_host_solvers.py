@@ -69,12 +69,15 @@ def _nonfinite(problem, F, J) -> str:
     return "; ".join(names)
 
 
-def _exact_hessian(problem, ev, z0, hessian, caller, quasi_newton):
+def _exact_hessian(problem, ev, z0, hessian, quasi_newton):
     """Whether the solve uses the exact Hessian: `hessian` "exact" or "auto" (then compiled here,
-    at `z0`, before the solver starts), falling back for "auto" where the problem refuses
-    forward over reverse mode (`Problem.hessian`'s ValueError, re-raised for "exact")."""
+    at `z0`, before the solver starts, on the problem's first such solve), falling back for
+    "auto" where the problem refuses forward over reverse mode (`Problem.hessian`'s ValueError,
+    re-raised for "exact")."""
     if hessian == quasi_newton:
         return False
+    if problem._hessian_compiled:
+        return True  # traced by an earlier solve: the functions take forward over reverse mode
     weights = jnp.ones(1 + problem.num_equality + problem.num_inequality)
     try:
         # Compiled (and run once) here; not counted among the solve's evaluations.
@@ -83,6 +86,7 @@ def _exact_hessian(problem, ev, z0, hessian, caller, quasi_newton):
         if hessian == "exact" or not forward_mode_refused(err.__cause__):
             raise
         return False
+    problem._hessian_compiled = True
     return True
 
 
@@ -231,7 +235,7 @@ def solve_scipy(
         stalled = code == 8
         success = bool(res.success)
     else:
-        exact = _exact_hessian(problem, ev, z0, hessian, "solve_scipy", "bfgs")
+        exact = _exact_hessian(problem, ev, z0, hessian, "bfgs")
         cons = []
 
         def weighted(rows, v):
@@ -376,7 +380,7 @@ def solve_ipopt(
     early = _failed_at_start(problem, ev, z0, log, "ipopt", t_start)
     if early is not None:
         return early
-    exact = _exact_hessian(problem, ev, z0, hessian, "solve_ipopt", "limited-memory")
+    exact = _exact_hessian(problem, ev, z0, hessian, "limited-memory")
     lower = np.tril_indices(n)  # IPOPT takes the lower triangle of the symmetric Hessian
 
     class _Callbacks:

@@ -260,6 +260,9 @@ class Problem:
         self.objective_and_gradient = _jit(self._objective_and_gradient)
         self.forward = _jit(self._forward)
         self.hessian = _jit(self._hessian)
+        # Set by the host solvers after the Hessian's first successful trace (its compile then
+        # no longer runs before each solve).
+        self._hessian_compiled = False
 
     # -- the functions on the flat vector ------------------------------------------------------
 
