@@ -60,7 +60,11 @@ from ._forces._third_body import (
     battin_f as battin_f,
     third_body_acceleration as third_body_acceleration,
 )
-from ._fsw._estimation import AttitudeMEKF as AttitudeMEKF, CSSWlsEst as CSSWlsEst
+from ._fsw._estimation import (
+    AttitudeMEKF as AttitudeMEKF,
+    CSSWlsEst as CSSWlsEst,
+    SunlineEKF as SunlineEKF,
+)
 from ._fsw._flight_software import (
     AttitudeNavigation as AttitudeNavigation,
     MRPFeedback as MRPFeedback,

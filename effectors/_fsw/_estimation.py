@@ -45,6 +45,22 @@ $$Q = \begin{bmatrix} (\sigma_v^2 \Delta t + \tfrac13 \sigma_u^2 \Delta t^3) I &
 noise `sigma_st` [rad] per axis: residual $\delta\boldsymbol\alpha = 2\,\mathrm{vec}(\tilde q
 \otimes \hat q^{-1})$ (sign chosen for a positive scalar part), $H = [I_3\ 0]$, the Joseph-form
 covariance update, and the multiplicative correction of the quaternion (renormalized).
+**`SunlineEKF`** (Basilisk `sunlineEKF`; the module's documentation). State: the sun heading
+$\mathbf d$ (unnormalized) and its rate $\dot{\mathbf d}$ in $\mathcal B$. Time update over
+$\Delta t$: $\dot{\mathbf d}$ loses its component along $\hat{\mathbf d}$ (the unobservable
+rotation about the heading) and $\mathbf d \leftarrow \mathbf d + \Delta t\,\dot{\mathbf d}$;
+the transition matrix is $I + \Delta t\,A$ with $A$ the documented Jacobian of the dynamics at
+the state before the step (its lower blocks, which divide by $\Delta t$, zero for
+$\Delta t \le 10^{-10}$); $\bar P = \Phi P \Phi^T + \Gamma Q \Gamma^T$ with
+$\Gamma = [\tfrac12 \Delta t^2 I;\ \Delta t I]$ and $Q$ = `qProcVal` $I_3$. Measurement update
+with the active sensors (value above `sensorUseThresh`): rows $c_i \hat{\mathbf n}_i^T$, innovation
+$y_i - c_i \hat{\mathbf n}_i \cdot \mathbf d$, noise `qObsVal` $I$, the Joseph form; while the
+largest entry of the previous covariance exceeds `eKFSwitch` a classical (linearized) update of
+the state error $\mathbf x$ about an unchanged reference, otherwise the extended update
+($\mathbf x = K\mathbf y$ added to the reference). The output heading is the normalized
+reference $\mathbf d$; the post-fit residuals $\mathbf y - H\mathbf x$. As in Basilisk, the
+state error of an extended update is kept (and propagated by the next time update) although
+the reference already holds it.
 """
 
 import equinox as eqx
@@ -324,4 +340,114 @@ def nees(err, P):
     return err @ jnp.linalg.solve(P, err)
 
 
-__all__ = ["AttitudeMEKF", "CSSWlsEst", "nees", "quat_multiply"]
+class SunlineEKF(eqx.Module):
+    r"""Sun heading and its rate from coarse sun sensors by an extended Kalman filter (Basilisk
+    `sunlineEKF`; module docstring).
+
+    **Arguments:**
+
+    - `nHat_B` (n, 3) [-], `CBias` (n,) [-], `sensorUseThresh` [-]: the constellation, as for
+      `CSSWlsEst`.
+    - `qProcVal`: process noise of the heading acceleration [1/s^4 per axis], >= 0.
+    - `qObsVal`: measurement noise variance of a cosine value [-], > 0.
+    - `eKFSwitch`: above this largest covariance entry the update is linear (classical), below
+      it extended [-] (Basilisk's default 0 makes every update classical only while any entry
+      is above 0; set it as Basilisk users do, e.g. 5).
+
+    `init_state(state, covar, t0=0)` gives `{"state", "x", "covar", "timeTag"}`;
+    `__call__(t, cos_values, z)` runs the time update to `t` [s] and the measurement update
+    with `cos_values`, returning `(z_next, out)` with `out["vehSunPntBdy"]`, `out["postFitRes"]`
+    (zeros for inactive sensors), `out["numObs"]`, `out["covar"]` and `out["state"]`.
+    """
+
+    nHat_B: Float[Array, "n 3"]
+    CBias: Float[Array, " n"]
+    sensorUseThresh: Float[Array, ""]
+    qProcVal: Float[Array, ""]
+    qObsVal: Float[Array, ""]
+    eKFSwitch: Float[Array, ""]
+
+    def __init__(
+        self,
+        nHat_B: Float[ArrayLike, "n 3"],
+        *,
+        qProcVal: Float[ArrayLike, ""],
+        qObsVal: Float[ArrayLike, ""],
+        eKFSwitch: Float[ArrayLike, ""] = 5.0,
+        CBias: Float[ArrayLike, " n"] | None = None,
+        sensorUseThresh: Float[ArrayLike, ""] = 0.0,
+    ):
+        c = "SunlineEKF"
+        css = CSSWlsEst(nHat_B, CBias=CBias, sensorUseThresh=sensorUseThresh)
+        self.nHat_B, self.CBias, self.sensorUseThresh = css.nHat_B, css.CBias, css.sensorUseThresh
+        self.qProcVal = check_positive(
+            c, "qProcVal", as_array(c, "qProcVal", qProcVal, "1/s^4", ()), "1/s^4",
+            allow_zero=True,
+        )  # fmt: skip
+        self.qObsVal = check_positive(c, "qObsVal", as_array(c, "qObsVal", qObsVal, "-", ()), "-")
+        self.eKFSwitch = as_array(c, "eKFSwitch", eKFSwitch, "-", ())
+
+    def init_state(self, state, covar, t0=0.0) -> dict:
+        return {
+            "state": jnp.asarray(state, dtype=float).reshape(6),
+            "x": jnp.zeros(6),
+            "covar": jnp.asarray(covar, dtype=float).reshape(6, 6),
+            "timeTag": jnp.asarray(t0, dtype=float),
+        }
+
+    def _time_update(self, z, t):
+        dt = t - z["timeTag"]
+        X = z["state"]
+        d, ddot = X[:3], X[3:]
+        I3 = jnp.eye(3)
+        n2 = jnp.linalg.norm(d) ** 2
+        dd = d @ ddot
+        dFdd = -(jnp.outer(d, ddot) / n2 + dd / (n2 * n2) * (n2 * I3 - 2.0 * jnp.outer(d, d)))
+        dFdddot = I3 - jnp.outer(d, d) / n2
+        live = dt > 1e-10
+        dt_safe = jnp.where(live, dt, 1.0)
+        low = jnp.where(live, 1.0 / dt_safe, 0.0)
+        A = jnp.block([[dFdd, dFdddot], [low * dFdd, low * (dFdddot - I3)]])
+        u = _normalize(d)
+        ddot = ddot - (ddot @ u) * u
+        X = jnp.concatenate([d + dt * ddot, ddot])
+        Phi = jnp.eye(6) + dt * A
+        x_bar = Phi @ z["x"]
+        Gamma = jnp.concatenate([0.5 * dt * dt * I3, dt * I3])
+        P_bar = Phi @ z["covar"] @ Phi.T + Gamma @ (self.qProcVal * I3) @ Gamma.T
+        return X, x_bar, P_bar
+
+    def __call__(self, t, cos_values, z: dict) -> tuple[dict, dict]:
+        y_cos = jnp.asarray(cos_values, dtype=float)
+        n = self.nHat_B.shape[0]
+        if y_cos.shape != (n,):
+            raise ValueError(
+                f"SunlineEKF: `cos_values` [-] must have shape ({n},), one per sensor; got "
+                f"{y_cos.shape}."
+            )
+        t = jnp.asarray(t, dtype=float)
+        X, x_bar, P_bar = self._time_update(z, t)
+        active = y_cos > self.sensorUseThresh
+        normals = self.CBias[:, None] * self.nHat_B
+        H = jnp.where(active[:, None], jnp.concatenate([normals, jnp.zeros((n, 3))], axis=1), 0.0)
+        innovation = jnp.where(active, y_cos - normals @ X[:3], 0.0)
+        R = self.qObsVal * jnp.eye(n)
+        S = H @ P_bar @ H.T + R
+        K = jnp.linalg.solve(S, H @ P_bar).T  # P H^T S^-1 (S symmetric)
+        IKH = jnp.eye(6) - K @ H
+        P = IKH @ P_bar @ IKH.T + K @ R @ K.T
+        linear = jnp.max(jnp.abs(z["covar"])) > self.eKFSwitch
+        x_ckf = x_bar + K @ (innovation - H @ x_bar)
+        x_ekf = K @ innovation
+        x = jnp.where(linear, x_ckf, x_ekf)
+        X = jnp.where(linear, X, X + x_ekf)
+        post = jnp.where(active, innovation - H @ x, 0.0)
+        z_next = {"state": X, "x": x, "covar": P, "timeTag": t}
+        out = {
+            "vehSunPntBdy": _normalize(X[:3]),
+            "postFitRes": post,
+            "numObs": jnp.sum(active),
+            "covar": P,
+            "state": X,
+        }
+        return z_next, out
