@@ -76,7 +76,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim import AbstractClock, AbstractDiscreteModel
-from jaxsim.kinematics import cross3, dot3, inv3, mv3
+from jaxsim.kinematics import cross3, dot3, inv3, mrp_to_dcm, mv3
 from jaxsim.validation import (
     as_array,
     check_inertia,
@@ -176,6 +176,8 @@ class AttitudeNavigation(eqx.Module):
       `jaxsim.System`); `None` (default) when the model itself is the `Spacecraft`.
     - `wheels`: name of a `ReactionWheels` effector whose speeds `Omega` [rad/s] are also read
       (Basilisk `rwSpeedOutMsg`); `None` for none.
+    - `r_sun_N`: the sun's inertial position (3,) [m] (constant); when given, the output also holds
+      `vehSunPntBdy`, the unit sun heading in $\mathcal B$ (Basilisk `simpleNav`'s).
 
     `__call__(y)` returns `{"sigma_BN", "omega_BN_B", "r_BN_N", "v_BN_N"}` [-, rad/s in $\mathcal B$, m,
     m/s in $\mathcal N$] (plus `"Omega"`).
@@ -183,8 +185,19 @@ class AttitudeNavigation(eqx.Module):
 
     spacecraft: str | None = eqx.field(static=True)
     wheels: str | None = eqx.field(static=True)
+    r_sun_N: Float[Array, "3"] | None
 
-    def __init__(self, spacecraft: str | None = None, wheels: str | None = None):
+    def __init__(
+        self,
+        spacecraft: str | None = None,
+        wheels: str | None = None,
+        r_sun_N: Float[ArrayLike, "3"] | None = None,
+    ):
+        self.r_sun_N = (
+            None
+            if r_sun_N is None
+            else as_array("AttitudeNavigation", "r_sun_N", r_sun_N, "m", (3,))
+        )
         if spacecraft is not None:
             check_name("AttitudeNavigation", "spacecraft", spacecraft)
         if wheels is not None:
@@ -203,6 +216,10 @@ class AttitudeNavigation(eqx.Module):
         }
         if self.wheels is not None:
             out["Omega"] = s[self.wheels]["Omega"]
+        if self.r_sun_N is not None:
+            # simpleNav's sun heading: [BN] (r_sun - r_BN) / |r_sun - r_BN|.
+            d = self.r_sun_N - hub["r_BN_N"]
+            out["vehSunPntBdy"] = mv3(mrp_to_dcm(hub["sigma_BN"]), d / jnp.sqrt(dot3(d, d)))
         return out
 
 
@@ -480,7 +497,10 @@ class RWAttitudeFSW(AbstractDiscreteModel):
       reference rate and acceleration in $\mathcal N$ (default 0: inertial pointing).
     - `guidance`: instead of the constant reference, a guidance module run at each tick on the
       navigation dict (`Inertial3D`, `HillPoint`, `VelocityPoint`: Basilisk's reference module
-      ahead of `attTrackingError` in the same task).
+      ahead of `attTrackingError` in the same task; or `SunSafePoint`, which gives the tracking
+      errors itself and needs `r_sun_N`).
+    - `r_sun_N`: the sun's inertial position (3,) [m], for the navigation's sun heading
+      `vehSunPntBdy` (default None: none).
     - `tracking`: an `AttTrackingError` (e.g. with a body-frame offset `sigma_R0R`); default the
       plain tracking error `attitude_error`.
     - `wheels`: name of the `ReactionWheels` effector commanded (default `"rw"`); its speeds are read
@@ -507,6 +527,16 @@ class RWAttitudeFSW(AbstractDiscreteModel):
     tracking: eqx.Module | None
     wheels: str = eqx.field(static=True)
     tick_at_t0: bool = eqx.field(static=True)
+
+    @property
+    def spacecraft(self) -> str | None:
+        """The `spacecraft` argument (kept by the navigation)."""
+        return self.nav.spacecraft
+
+    @property
+    def r_sun_N(self):
+        """The `r_sun_N` argument (kept by the navigation)."""
+        return self.nav.r_sun_N
 
     @property
     def command_addresses(self) -> tuple:
@@ -538,6 +568,7 @@ class RWAttitudeFSW(AbstractDiscreteModel):
         tracking: eqx.Module | None = None,
         wheels: str = "rw",
         spacecraft: str | None = None,
+        r_sun_N: Float[ArrayLike, "3"] | None = None,
         tick_at_t0: bool = True,
         name: str = "fsw",
     ):
@@ -568,7 +599,9 @@ class RWAttitudeFSW(AbstractDiscreteModel):
         self.clock = clock
         self.control = control
         self.mapping = mapping
-        self.nav = AttitudeNavigation(spacecraft, wheels if control.gsHat_B is not None else None)
+        self.nav = AttitudeNavigation(
+            spacecraft, wheels if control.gsHat_B is not None else None, r_sun_N
+        )
         # A guidance module (a callable of the navigation dict giving Basilisk's attitude
         # reference message: `Inertial3D`, `HillPoint`, `VelocityPoint`) replaces the constant
         # reference; `tracking` (an `AttTrackingError`) the plain tracking error.
@@ -623,7 +656,9 @@ class RWAttitudeFSW(AbstractDiscreteModel):
                 }
             else:
                 ref = self.guidance(nav)
-            if self.tracking is None:
+            if "sigma_BR" in ref:  # a guidance module giving the tracking errors (SunSafePoint)
+                guid = ref
+            elif self.tracking is None:
                 guid = attitude_error(
                     nav["sigma_BN"],
                     nav["omega_BN_B"],

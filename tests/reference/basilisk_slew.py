@@ -67,10 +67,15 @@ SCENARIO = {
     # Guidance: "inertial3D" (the constant `sigma_RN`), "hillPoint" or "velocityPoint" (orbit
     # frames about a point-mass Earth of parameter `mu` [m^3/s^2], from `r_CN_N` [m], `v_CN_N` [m/s];
     # `mu` None: no gravity).
+    # "sunSafePoint": align body axis `sHat_c_B` with the sun at `r_sun_N` [m] (simpleNav's sun
+    # heading), spinning about it at `sun_spin_rate` [rad/s].
     "guidance": "inertial3D",
     "mu": None,
     "r_CN_N": [0.0, 0.0, 0.0],
     "v_CN_N": [0.0, 0.0, 0.0],
+    "r_sun_N": [1.40e11, 4.0e10, -3.0e9],
+    "sHat_c_B": [0.0, 0.0, 1.0],
+    "sun_spin_rate": 0.01,
 }
 
 
@@ -110,6 +115,11 @@ def build_jaxsim(scenario=None, *, tick_at_t0=True):
         ref = {"sigma_RN": s["sigma_RN"]}
     elif s["guidance"] == "hillPoint":
         ref = {"guidance": fx.HillPoint(), "tracking": fx.AttTrackingError()}
+    elif s["guidance"] == "sunSafePoint":
+        ref = {
+            "guidance": fx.SunSafePoint(s["sHat_c_B"], sun_axis_spin_rate=s["sun_spin_rate"]),
+            "r_sun_N": s["r_sun_N"],
+        }
     else:
         ref = {"guidance": fx.VelocityPoint(s["mu"]), "tracking": fx.AttTrackingError()}
     fsw = fx.RWAttitudeFSW(
@@ -139,6 +149,7 @@ def run(timing: dict | None = None, **overrides) -> dict:
         inertial3D,
         mrpFeedback,
         rwMotorTorque,
+        sunSafePoint,
         velocityPoint,
     )
     from Basilisk.simulation import reactionWheelStateEffector, simpleNav
@@ -206,7 +217,19 @@ def run(timing: dict | None = None, **overrides) -> dict:
     nav.scStateInMsg.subscribeTo(sc.scStateOutMsg)
     sim.AddModelToTask("fswTask", nav)
 
-    if s["guidance"] == "inertial3D":
+    if s["guidance"] == "sunSafePoint":
+        sun = messaging.SpicePlanetStateMsg()
+        sun_p = messaging.SpicePlanetStateMsgPayload()
+        sun_p.PositionVector = [float(x) for x in s["r_sun_N"]]
+        sun.write(sun_p)
+        nav.sunStateInMsg.subscribeTo(sun)
+        keep += [sun, sun_p]
+        ref = sunSafePoint.sunSafePoint()
+        ref.sHatBdyCmd = [float(x) for x in s["sHat_c_B"]]
+        ref.sunAxisSpinRate = float(s["sun_spin_rate"])
+        ref.sunDirectionInMsg.subscribeTo(nav.attOutMsg)
+        ref.imuInMsg.subscribeTo(nav.attOutMsg)
+    elif s["guidance"] == "inertial3D":
         ref = inertial3D.inertial3D()
         ref.sigma_R0N = [float(x) for x in s["sigma_RN"]]
     elif s["guidance"] == "hillPoint":
@@ -219,11 +242,15 @@ def run(timing: dict | None = None, **overrides) -> dict:
     ref.ModelTag = s["guidance"]
     sim.AddModelToTask("fswTask", ref)
 
-    err = attTrackingError.attTrackingError()
-    err.ModelTag = "attError"
-    err.attNavInMsg.subscribeTo(nav.attOutMsg)
-    err.attRefInMsg.subscribeTo(ref.attRefOutMsg)
-    sim.AddModelToTask("fswTask", err)
+    if s["guidance"] == "sunSafePoint":
+        guid_msg = ref.attGuidanceOutMsg
+    else:
+        err = attTrackingError.attTrackingError()
+        err.ModelTag = "attError"
+        err.attNavInMsg.subscribeTo(nav.attOutMsg)
+        err.attRefInMsg.subscribeTo(ref.attRefOutMsg)
+        sim.AddModelToTask("fswTask", err)
+        guid_msg = err.attGuidOutMsg
 
     I_flat = [float(x) for x in np.asarray(s["I_B"], float).reshape(9)]
     veh = messaging.VehicleConfigMsgPayload(ISCPntB_B=I_flat)
@@ -244,7 +271,7 @@ def run(timing: dict | None = None, **overrides) -> dict:
     ctrl.integralLimit = float(s["integral_limit"])
     ctrl.knownTorquePntB_B = [float(x) for x in s["known_torque_B"]]
     ctrl.controlLawType = int(s["control_law_type"])
-    ctrl.guidInMsg.subscribeTo(err.attGuidOutMsg)
+    ctrl.guidInMsg.subscribeTo(guid_msg)
     ctrl.vehConfigInMsg.subscribeTo(veh_msg)
     ctrl.rwParamsInMsg.subscribeTo(rw_params_msg)
     ctrl.rwSpeedsInMsg.subscribeTo(rw.rwSpeedOutMsg)

@@ -304,6 +304,16 @@ def test_adaptive_settings_and_flight_software_round_trip(tmp_path):
         tracking=fx.AttTrackingError([0.01, 0.0, 0.0]),
     )
     _assert_same_pytree(guided, fx.build(json.loads(json.dumps(fx.describe(guided)))), "guided")
+    # The spacecraft key and the sun position live in the navigation: read back through it.
+    keyed = fx.RWAttitudeFSW(
+        js.Clock("1/10"),
+        fx.MRPFeedback(K=4.0, P=7.0, I_B=I_B),
+        fx.RWMotorTorque(np.eye(3)),
+        guidance=fx.SunSafePoint([0.0, 0.0, 1.0]),
+        r_sun_N=[1.496e11, 0.0, 0.0],
+        spacecraft="sat",
+    )
+    _assert_same_pytree(keyed, fx.build(json.loads(json.dumps(fx.describe(keyed)))), "keyed")
     fsw = fx.RWAttitudeFSW(
         js.Clock("1/10"), fx.MRPFeedback(K=4.0, P=7.0, I_B=I_B), fx.RWMotorTorque(np.eye(3)),
         sigma_RN=[0.3, -0.2, 0.1],
