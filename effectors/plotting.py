@@ -13,6 +13,7 @@ fig = plotting.plot_attitude(sol)                    # sigma_BN [-] and omega_BN
 fig = plotting.plot_energy_drift(sol)                # the four totals Basilisk logs
 fig = plotting.plot_wheel_speeds(sol, name="rw")
 fig = plotting.plot_dispersion(ts, omega_samples, labels=["x", "y", "z"])   # (batch, n, 3)
+fig = plotting.plot_ground_track(sol, epoch)         # WGS84 latitude/longitude and height
 ```
 
 Each quantity is read from `sol.outputs`, else from the hub state `sol.ys["hub"]` (a run with
@@ -34,6 +35,7 @@ from jaxsim.plotting import (
     time_axis,
 )
 
+from . import astro
 from ._spacecraft._assembly import _HUB_KEY, _HUB_STATE_UNITS, _OUTPUT_UNITS
 
 
@@ -41,12 +43,14 @@ __all__ = [
     "BASILISK_TOTALS",
     "EARTH_RADIUS",
     "component_labels",
+    "draw_ground_track",
     "draw_orbit_3d",
     "draw_wheel_speeds",
     "no_offset",
     "plot_attitude",
     "plot_dispersion",
     "plot_energy_drift",
+    "plot_ground_track",
     "plot_orbit",
     "plot_series",
     "plot_trajectory",
@@ -211,3 +215,67 @@ def draw_wheel_speeds(ax, t, omega, *, rpm: bool = False):
     ax.legend(loc="best", ncols=min(omega.shape[1], 4))
     ax.grid(alpha=0.3)
     no_offset(ax)
+
+
+def _track_segments(lon_deg):
+    """Slices of a longitude series between its jumps across the antimeridian (|step| > 180 deg)."""
+    cuts = np.flatnonzero(np.abs(np.diff(lon_deg)) > 180.0) + 1
+    edges = np.concatenate([[0], cuts, [len(lon_deg)]])
+    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def draw_ground_track(ax, lat_deg, lon_deg, *, label: str = "ground track"):
+    """Draw a ground track (latitude and longitude [deg], shape `(n,)`) on a 2D axis `ax`: one
+    line per pass between antimeridian crossings (no line across the map), the start point, the
+    axes -180..180 and -90..90 deg with a grid and a legend."""
+    lat_deg, lon_deg = np.asarray(lat_deg, dtype=float), np.asarray(lon_deg, dtype=float)
+    if lat_deg.shape != lon_deg.shape or lat_deg.ndim != 1:
+        raise ValueError(
+            "draw_ground_track: `lat_deg` and `lon_deg` must be 1-D of one shape [deg]; got "
+            f"{lat_deg.shape} and {lon_deg.shape}."
+        )
+    for k, seg in enumerate(_track_segments(lon_deg)):
+        ax.plot(lon_deg[seg], lat_deg[seg], color="C1", lw=1.2, label=label if k == 0 else None)
+    ax.plot(lon_deg[:1], lat_deg[:1], "o", color="k", label="t0")
+    ax.set(xlim=(-180.0, 180.0), ylim=(-90.0, 90.0), xlabel="longitude [deg]",
+           ylabel="geodetic latitude [deg]")  # fmt: skip
+    ax.set_xticks(np.arange(-180, 181, 60))
+    ax.set_yticks(np.arange(-90, 91, 30))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left", fontsize="small")
+
+
+def plot_ground_track(sol, epoch, *, key: str = "r_CN_N", time_unit: str = "min"):
+    r"""Ground track and height of a run around the Earth, on the WGS84 ellipsoid.
+
+    **Arguments:**
+
+    - `sol`: one run of a `Spacecraft` whose $\mathcal N$ frame is the GCRS (positions relative to
+      the Earth, e.g. started from `fx.astro.tle_state`).
+    - `epoch`: the run's `fx.astro.Epoch` (the run's time `t` counts from it).
+    - `key`: `"r_CN_N"` (default) or `"r_BN_N"` [m].
+    - `time_unit`: unit of the height plot's time axis.
+
+    The positions go to the ITRS with `fx.astro.gcrs_to_itrs` (velocities are not needed: zeros)
+    and to geodetic coordinates with `fx.astro.geodetic`.
+
+    **Returns:** a Figure with 2 axes: the ground track (longitude against geodetic latitude [deg],
+    split at the antimeridian, start point) and the height above the ellipsoid [km] against time.
+    """
+    plt = pyplot()
+    t, t_label = time_axis(sol, time_unit)
+    r = series(sol, _hub_key(sol, key))
+    if r.shape[-1:] != (3,):
+        raise ValueError(f"plot_ground_track: `{key}` must be a 3-vector; got shape {r.shape}.")
+    ts = np.asarray(sol.get("ts") if isinstance(sol, dict) else sol.ts, dtype=float)
+    r_itrs, _ = astro.gcrs_to_itrs(r, np.zeros_like(r), epoch, ts)
+    lat, lon, h = (np.asarray(x) for x in astro.geodetic(r_itrs))
+    fig, (ax, axh) = plt.subplots(1, 2, figsize=(13, 4.5), constrained_layout=True,
+                                  gridspec_kw={"width_ratios": [2, 1]})  # fmt: skip
+    draw_ground_track(ax, np.degrees(lat), np.degrees(lon), label=key)
+    ax.set_title(f"ground track from {epoch.iso}Z")
+    axh.plot(t, h * 1e-3, color="C0")
+    axh.set(xlabel=t_label, ylabel="height above WGS84 [km]")
+    axh.grid(alpha=0.3)
+    no_offset(axh)
+    return fig

@@ -74,6 +74,7 @@ from ._teme import (
     WGS84_F as WGS84_F,
     dcm_gcrs_to_teme as dcm_gcrs_to_teme,
     equation_of_equinoxes94 as equation_of_equinoxes94,
+    gcrs_to_itrs as gcrs_to_itrs,
     geodetic as geodetic,
     mean_obliquity80 as mean_obliquity80,
     nutation80 as nutation80,

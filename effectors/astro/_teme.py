@@ -47,6 +47,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ._rotation import _r1, _r2, _r3, gmst82, precession76
+from ._time import Epoch
 
 
 _ARCSEC = math.pi / 180.0 / 3600.0  # [rad]
@@ -195,7 +196,9 @@ def mean_obliquity80(days_tt: Float[ArrayLike, "*batch"]) -> Float[Array, "*batc
     return (84381.448 + (-46.8150 + (-0.00059 + 0.001813 * T) * T) * T) * _ARCSEC
 
 
-def nutation80(days_tt: Float[ArrayLike, "*batch"]):
+def nutation80(
+    days_tt: Float[ArrayLike, "*batch"],
+) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
     r"""IAU 1980 nutation $(\Delta\psi, \Delta\epsilon)$ [rad] (all 106 terms) at `days_tt` days of TT
     past J2000; agrees with ERFA's `nut80` to 1e-14 rad."""
     T = jnp.asarray(days_tt, dtype=float) / _CENTURY_DAYS
@@ -277,7 +280,7 @@ def _days(cls, epoch, t, dut1):
     return (t0 + t) / _DAY, (t0 + t - _TT_MINUS_UTC + dut1) / _DAY
 
 
-def polar_motion(epoch) -> tuple[float, float]:
+def polar_motion(epoch: Epoch) -> tuple[float, float]:
     """Polar motion $(x_p, y_p)$ [rad] at an `Epoch` from astropy's bundled IERS tables (no
     download); (0, 0) where they do not cover the date (an error of up to 0.5 arcsec: 15 m on the
     ground)."""
@@ -295,9 +298,9 @@ def polar_motion(epoch) -> tuple[float, float]:
 def teme_to_gcrs(
     r_TEME: Float[ArrayLike, "*batch 3"],
     v_TEME: Float[ArrayLike, "*batch 3"],
-    epoch,
+    epoch: Epoch | float,
     t: Float[ArrayLike, "*batch"] = 0.0,
-):
+) -> tuple[Float[Array, "*batch 3"], Float[Array, "*batch 3"]]:
     """TEME position [m] and velocity [m/s] at run time `t` [s] past `epoch` (an `Epoch`, or TDB
     seconds past J2000) to the GCRS (IAU-76/FK5 reduction with the frame bias; see the module
     documentation for its accuracy). `t` broadcasts against the leading axes of the states.
@@ -313,13 +316,13 @@ def teme_to_gcrs(
 def teme_to_itrs(
     r_TEME: Float[ArrayLike, "*batch 3"],
     v_TEME: Float[ArrayLike, "*batch 3"],
-    epoch,
+    epoch: Epoch | float,
     t: Float[ArrayLike, "*batch"] = 0.0,
     *,
     dut1: float | None = None,
     xp: float | None = None,
     yp: float | None = None,
-):
+) -> tuple[Float[Array, "*batch 3"], Float[Array, "*batch 3"]]:
     r"""TEME position [m] and velocity [m/s] at run time `t` [s] past `epoch` to the ITRS:
     $W R_3(\theta_{GMST82})$ with the Earth's rotation in the velocity.
 
@@ -353,6 +356,27 @@ def teme_to_itrs(
     return r_pef @ W.T, v_pef @ W.T
 
 
+def gcrs_to_itrs(
+    r_GCRS: Float[ArrayLike, "*batch 3"],
+    v_GCRS: Float[ArrayLike, "*batch 3"],
+    epoch: Epoch | float,
+    t: Float[ArrayLike, "*batch"] = 0.0,
+    *,
+    dut1: float | None = None,
+    xp: float | None = None,
+    yp: float | None = None,
+) -> tuple[Float[Array, "*batch 3"], Float[Array, "*batch 3"]]:
+    r"""GCRS position [m] and velocity [m/s] (a run's $\mathcal N$ frame around the Earth) at run
+    time `t` [s] past `epoch` to the ITRS: `dcm_gcrs_to_teme` then `teme_to_itrs` (the FK5
+    equinox-based chain; 1.4e-7 rad from astropy's IAU 2006/2000A chain, see the module
+    documentation). Arguments as `teme_to_itrs`. Returns `(r_ITRS, v_ITRS)`."""
+    days_tt, _ = _days("gcrs_to_itrs", epoch, t, 0.0)
+    M = _batched(dcm_gcrs_to_teme, days_tt)
+    r = jnp.einsum("...ij,...j->...i", M, jnp.asarray(r_GCRS, dtype=float))
+    v = jnp.einsum("...ij,...j->...i", M, jnp.asarray(v_GCRS, dtype=float))
+    return teme_to_itrs(r, v, epoch, t, dut1=dut1, xp=xp, yp=yp)
+
+
 def _batched(fn, days):
     """`fn(days)` over any shape of `days`: (..., 3, 3)."""
     flat = days.reshape(-1)
@@ -366,7 +390,9 @@ WGS84_F = 1.0 / 298.257223563  # [-]
 
 
 @jax.jit
-def geodetic(r_ITRS: Float[ArrayLike, "*batch 3"], *, a: float = WGS84_A, f: float = WGS84_F):
+def geodetic(
+    r_ITRS: Float[ArrayLike, "*batch 3"], *, a: float = WGS84_A, f: float = WGS84_F
+) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"], Float[Array, "*batch"]]:
     r"""Geodetic latitude [rad], longitude [rad] in $(-\pi, \pi]$ and height [m] above the WGS84
     ellipsoid of Earth-fixed positions [m] (last axis 3): Heikkinen's closed form (no iteration;
     Heikkinen 1982, as given by Zhu 1993), differentiable away from the Earth's centre.

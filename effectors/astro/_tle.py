@@ -31,6 +31,7 @@ plus the day fraction.
 import math
 
 import numpy as np
+from jaxtyping import Array
 
 from ._sgp4 import SGP4_ERRORS, SGP4Elements, SGP4Result, sgp4
 from ._teme import teme_to_gcrs
@@ -272,7 +273,7 @@ def read_tles(text: str, *, checksum: bool = True) -> list[TLE]:
     return out
 
 
-def stack_elements(tles) -> SGP4Elements:
+def stack_elements(tles: "list[TLE] | tuple[TLE, ...]") -> SGP4Elements:
     """The elements of several TLEs as one batch (leading axis), for `sgp4` over satellites."""
     els = [t.elements() for t in tles]
     fields = (
@@ -290,7 +291,7 @@ def stack_elements(tles) -> SGP4Elements:
     return SGP4Elements(*(np.stack([np.asarray(getattr(e, f)) for e in els]) for f in fields))
 
 
-def tle_state(tle: TLE, epoch, **kwargs):
+def tle_state(tle: TLE, epoch: Epoch, **kwargs: str) -> tuple[Array, Array]:
     r"""The GCRS position [m] and velocity [m/s] of a TLE's satellite at `epoch` (an
     `effectors.astro.Epoch`): SGP4 in TEME at the elapsed time since the element epoch (from the
     two-part TT dates, exact to the microsecond), then `teme_to_gcrs`. The initial state of a run

@@ -168,3 +168,47 @@ def test_tle_state_is_sgp4_then_gcrs():
     )
     with pytest.raises(ValueError, match="SGP4 gives error 6"):
         astro.tle_state(decayed, astro.Epoch("2005-11-29T01:30:00Z"))
+
+
+def test_gcrs_to_itrs_is_the_chain_and_matches_astropy():
+    epoch = astro.Epoch("2024-01-01T00:00:00Z")
+    t = np.array([0.0, 1800.0])
+    rg, vg = astro.teme_to_gcrs(np.tile(R[0], (2, 1)), np.tile(V[0], (2, 1)), epoch, t)
+    ri, vi = astro.gcrs_to_itrs(rg, vg, epoch, t)
+    ri_ref, vi_ref = astro.teme_to_itrs(np.tile(R[0], (2, 1)), np.tile(V[0], (2, 1)), epoch, t)
+    assert np.abs(np.asarray(ri) - np.asarray(ri_ref)).max() <= 1e-7
+    assert np.abs(np.asarray(vi) - np.asarray(vi_ref)).max() <= 1e-10
+    at = Time("2024-01-01T00:00:00", scale="utc")
+    g = GCRS(CartesianRepresentation(np.asarray(rg[0]) * u.m), obstime=at).transform_to(
+        ITRS(obstime=at)
+    )
+    dr = np.linalg.norm(np.asarray(ri[0]) - g.cartesian.xyz.to_value(u.m))
+    assert dr <= FK5_POLE * np.linalg.norm(R[0])
+
+
+def test_ground_track_plot():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from effectors import plotting
+
+    # Two orbits of Vanguard 1 (34.27 deg inclination) from SGP4, in the GCRS.
+    tle = astro.TLE(L1, L2)
+    epoch = tle.epoch
+    ts = np.arange(0.0, 2 * 133.0 * 60.0, 60.0)
+    out = tle.propagate(ts)
+    r, _ = astro.teme_to_gcrs(out.r_TEME, out.v_TEME, epoch, ts)
+    sol = {"ts": ts, "outputs": {"r_CN_N": np.asarray(r)}}
+    fig = plotting.plot_ground_track(sol, epoch)
+    ax, axh = fig.axes
+    lines = [ln for ln in ax.lines if ln.get_marker() in ("None", None, "")]
+    lon = np.concatenate([ln.get_xdata() for ln in lines])
+    lat = np.concatenate([ln.get_ydata() for ln in lines])
+    assert len(lon) == len(ts) and len(lines) >= 2  # split at the antimeridian, nothing lost
+    assert all(np.abs(np.diff(ln.get_xdata())).max(initial=0.0) < 180.0 for ln in lines)
+    # Geodetic latitude reaches about the inclination (34.27 deg; geodetic > geocentric by < 0.2).
+    assert 33.5 <= np.abs(lat).max() <= 34.6
+    h = axh.lines[0].get_ydata()
+    assert 600.0 <= h.min() and h.max() <= 3900.0  # perigee ~650 km, apogee ~3800 km
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="draw_ground_track: `lat_deg` and `lon_deg`"):
+        plotting.draw_ground_track(ax, np.zeros(3), np.zeros(4))
