@@ -91,6 +91,7 @@ from ._gnc._sensors import (
     SimpleNav as SimpleNav,
     StarTracker as StarTracker,
 )
+from ._gnc._thruster_logic import ThrFiringSchmitt as ThrFiringSchmitt
 from ._noise._geometric_brownian_motion import GeometricBrownianMotion as GeometricBrownianMotion
 from ._noise._mean_reverting_noise import MeanRevertingNoise as MeanRevertingNoise
 from ._spacecraft._assembly import Spacecraft as Spacecraft

@@ -32,6 +32,7 @@ _MODULES = {
     "sunSafePoint": "fswAlgorithms",
     "locationPointing": "fswAlgorithms",
     "attTrackingError": "fswAlgorithms",
+    "thrFiringSchmitt": "fswAlgorithms",
     "simpleNav": "simulation",
     "starTracker": "simulation",
     "magnetometer": "simulation",

@@ -151,6 +151,7 @@ def _instances() -> dict:
             [0.0, 0.0, 1.0], [6378e3, 0.0, 0.0], use_boresight_rate_damping=True
         ),
         "AttTrackingError": fx.AttTrackingError([0.01, 0.0, 0.0]),
+        "ThrFiringSchmitt": fx.ThrFiringSchmitt([1.0, 2.0], 0.02, 0.6, 0.3, base_thrust_state=1),
         "StarTracker": fx.StarTracker(np.eye(3), noise_std=[1e-5] * 3, walk_bounds=[1e-4] * 3),
         "CenteredDipole": fx.CenteredDipole(-3e-5, -2e-6, 6e-6, 6371.2e3),
         "Magnetometer": fx.Magnetometer(
