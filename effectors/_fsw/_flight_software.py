@@ -611,6 +611,17 @@ class RWAttitudeFSW(AbstractDiscreteModel):
                     f"{c}: `guidance` must be a reference module such as HillPoint; got "
                     f"{type(guidance).__name__}."
                 )
+            if hasattr(guidance, "init_state"):
+                raise ValueError(
+                    f"{c}: `guidance` must be a stateless guidance module (Inertial3D, HillPoint, "
+                    f"VelocityPoint, SunSafePoint); got {type(guidance).__name__}, which keeps a "
+                    "state between calls."
+                )
+            if type(guidance).__name__ == "SunSafePoint" and r_sun_N is None:
+                raise ValueError(
+                    f"{c}: `guidance` SunSafePoint reads the sun heading: give `r_sun_N` [m]; "
+                    "got None."
+                )
             if sigma_RN is not None or omega_RN_N is not None or domega_RN_N is not None:
                 raise ValueError(
                     f"{c}: give either `guidance` or the constant reference `sigma_RN` "

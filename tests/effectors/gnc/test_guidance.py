@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import effectors as fx
+import jaxsim as js
 from jaxsim.kinematics import mrp_to_dcm
 
 
@@ -322,3 +323,15 @@ def test_refused_arguments():
         fx.LocationPointing([1.0, 0.0, 0.0], [0.0, 0.0, 0.0], use_boresight_rate_damping="yes")
     with pytest.raises(ValueError, match=r"AttTrackingError: `sigma_R0R`"):
         fx.AttTrackingError([0.0, 0.0, 0.0, 1.0])
+    # In the wheel flight software: a stateful module and a sun-safe mode without the sun.
+    ctrl = fx.MRPFeedback(1.0, 1.0, np.eye(3))
+    mt = fx.RWMotorTorque(np.eye(3))
+    loc = fx.LocationPointing([1.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match=r"RWAttitudeFSW: `guidance` must be a stateless"):
+        fx.RWAttitudeFSW(js.Clock(0.1), ctrl, mt, guidance=loc)
+    with pytest.raises(ValueError, match=r"RWAttitudeFSW: `guidance` SunSafePoint.*`r_sun_N`"):
+        fx.RWAttitudeFSW(js.Clock(0.1), ctrl, mt, guidance=fx.SunSafePoint([0.0, 0.0, 1.0]))
+    with pytest.raises(ValueError, match=r"RWAttitudeFSW: give either `guidance` or"):
+        fx.RWAttitudeFSW(js.Clock(0.1), ctrl, mt, [0.0, 0.0, 0.0], guidance=fx.HillPoint())
+    with pytest.raises(ValueError, match=r"RWAttitudeFSW: `sigma_RN` \[-\] is required"):
+        fx.RWAttitudeFSW(js.Clock(0.1), ctrl, mt)
