@@ -25,7 +25,8 @@ Errors (python-sgp4's codes, in the result's `error` array, never raised inside 
 [0, 1] (deep space); 4 semi-latus rectum < 0; 6 the satellite has decayed (radius below one Earth
 radius; the position is still returned, as python-sgp4 does); 7 (this module) a resonant deep-space
 time beyond `max_resonance_steps` x 720 min; 8 (this module) traced elements of a kind the program
-was not built for (`SGP4Elements.kinds`). Codes 1-4, 7 and 8 set the position and velocity to NaN.
+was not built for (`SGP4Elements.kinds`); 9 (this module) a non-finite element or time. Codes 1-4
+and 7-9 set the position and velocity to NaN.
 """
 
 import math
@@ -58,6 +59,7 @@ SGP4_ERRORS = {
     6: "the satellite has decayed (orbit radius below 1 Earth radius)",
     7: "a resonant deep-space time beyond max_resonance_steps x 720 min",
     8: "an element set of a kind (near-Earth, deep-space, resonant) the program was not built for",
+    9: "a non-finite element or time (NaN or infinite)",
 }
 
 
@@ -82,6 +84,20 @@ def _gravity(name: str):
             f"'wgs72old' or 'wgs84'; got {name!r}."
         )
     return mu, re, xke, j2, j3, j4
+
+
+_FIELDS = (
+    "epoch_days",
+    "bstar",
+    "ndot",
+    "nddot",
+    "ecco",
+    "argpo",
+    "inclo",
+    "mo",
+    "no_kozai",
+    "nodeo",
+)
 
 
 class SGP4Elements(eqx.Module):
@@ -143,6 +159,13 @@ class SGP4Elements(eqx.Module):
         self.mo = jnp.asarray(mo, dtype=float)
         self.no_kozai = jnp.asarray(no_kozai, dtype=float)
         self.nodeo = jnp.asarray(nodeo, dtype=float)
+        for name in _FIELDS:
+            value = getattr(self, name)
+            if is_concrete(value) and not np.all(np.isfinite(np.asarray(value))):
+                raise ValueError(
+                    f"SGP4Elements: `{name}` must be finite; got "
+                    f"{np.asarray(value) if np.size(value) <= 6 else np.shape(value)}."
+                )
         if kinds is None:
             kinds = _kinds(self.no_kozai, self.ecco, self.inclo)
         self.kinds = tuple(bool(k) for k in kinds)
@@ -152,7 +175,7 @@ class SGP4Result(eqx.Module):
     """Positions, velocities and error codes from `sgp4` (shape: elements' batch + times' shape).
 
     - `r_TEME`: position [m] in TEME; `v_TEME`: velocity [m/s] in TEME (last axis 3).
-    - `error`: int32 code (0 ok; see `SGP4_ERRORS`): NaN positions and velocities for 1-4 and 7.
+    - `error`: int32 code (0 ok; see `SGP4_ERRORS`): NaN positions and velocities for 1-4 and 7-9.
     """
 
     r_TEME: Float[Array, "*shape 3"]
@@ -977,7 +1000,10 @@ def _propagate(s: dict, t, gravity: str, opsmode: str, nsteps: int):
     error = jnp.where(err1, 1, error)
     error = jnp.where(err2, 2, error)
     error = jnp.where(beyond, 7, error)
-    error = jnp.where(other_kind, 8, error).astype(jnp.int32)
+    error = jnp.where(other_kind, 8, error)
+    inputs = [t] + [s[k] for k in ("ecco", "argpo", "inclo", "mo", "nodeo", "bstar", "no_unkozai")]
+    nonfinite = ~jnp.all(jnp.isfinite(jnp.stack(jnp.broadcast_arrays(*inputs))), axis=0)
+    error = jnp.where(nonfinite, 9, error).astype(jnp.int32)
     bad = ((error != 0) & (error != 6))[..., None]
     r = jnp.where(bad, jnp.nan, r)
     v = jnp.where(bad, jnp.nan, v)

@@ -167,3 +167,17 @@ def test_gradients_against_central_differences(satnum, t):
     g = jit(jax.grad(lambda p: f(p, t)[0]))(p0)
     for k in FIELDS:
         assert abs(float(g[k]) - float(jac_p[k][0])) <= 1e-9 * (1.0 + abs(float(jac_p[k][0])))
+
+
+def test_non_finite_input_is_refused_or_coded():
+    # Concrete: refused at construction, naming the field; traced or a NaN time: error 9, NaN state.
+    tle = CASES[0][0]
+    el = tle.elements()
+    fields = [getattr(el, k) for k in astro.SGP4Elements.__dataclass_fields__ if k != "kinds"]
+    with pytest.raises(ValueError, match=r"SGP4Elements: `ecco` must be finite; got nan"):
+        astro.SGP4Elements(*fields[:4], np.nan, *fields[5:])
+    out = tle.propagate(np.array([0.0, np.nan]))
+    np.testing.assert_array_equal(np.asarray(out.error), [0, 9])
+    assert np.all(np.isnan(np.asarray(out.r_TEME[1])))
+    bad = jit(lambda e: astro.sgp4(eqx.tree_at(lambda x: x.ecco, e, e.ecco * np.nan), 60.0))(el)
+    assert int(bad.error) == 9 and np.all(np.isnan(np.asarray(bad.v_TEME)))
