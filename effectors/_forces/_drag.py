@@ -45,8 +45,9 @@ class Drag(AbstractDynamicEffector):
 
     **Arguments:**
 
-    - `atmosphere`: an `ExponentialAtmosphere` or `HarrisPriesterAtmosphere` (any model with
-      `density_at(t, r_N)`), centred at the integration origin.
+    - `atmosphere`: an `ExponentialAtmosphere`, `HarrisPriesterAtmosphere` or
+      `NRLMSISE00Atmosphere` (any model with `density_at(t, r_N)`), centred at the integration
+      origin.
     - `Cd`: drag coefficient $C_D$ [-], > 0.
     - `area`: projected area $A$ [m^2], >= 0.
     - `r_cp_B`: centre of pressure relative to $B$ [m], $\mathcal B$ components (Basilisk
@@ -109,8 +110,9 @@ class Drag(AbstractDynamicEffector):
         cls = "Drag"
         if not callable(getattr(atmosphere, "density_at", None)):
             raise ValueError(
-                f"{cls}: `atmosphere` must be an ExponentialAtmosphere or HarrisPriesterAtmosphere "
-                f"(a model with `density_at(t, r_N)`); got {type(atmosphere).__name__}."
+                f"{cls}: `atmosphere` must be an ExponentialAtmosphere, HarrisPriesterAtmosphere or "
+                f"NRLMSISE00Atmosphere (a model with `density_at(t, r_N)`); got "
+                f"{type(atmosphere).__name__}."
             )
         self.atmosphere = atmosphere
         self.Cd = check_positive(cls, "Cd", as_array(cls, "Cd", Cd, "-", ()), "-")
