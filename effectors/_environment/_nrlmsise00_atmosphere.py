@@ -136,7 +136,7 @@ class NRLMSISE00Atmosphere(eqx.Module):
         `sec` [s], `alt` [km], `lat`, `lon` [deg], `f107`, `f107a` [sfu], `ap` (7,) and `covered`
         (the instant inside the space weather's span)."""
         day, sec = self._utc(t)
-        year = jnp.clip(jnp.searchsorted(jnp.asarray(_JAN1), day, side="right") - 1, 0, None)
+        year = jnp.maximum(jnp.sum(day >= _JAN1) - 1, 0)  # no search loop (compile time)
         doy = day - jnp.asarray(_JAN1)[year] + 1.0
         r_P = self.rotation(t) @ jnp.asarray(r_N, dtype=float)
         lat, lon, h = geodetic(r_P, a=self.radius, f=self.flattening)

@@ -168,6 +168,9 @@ class Drag(AbstractDynamicEffector):
         return ctx.v_BN_N - cross3(self.planet_omega_N, ctx.r_BN_N)
 
     def force_torque(self, ctx: HubContext) -> ForceTorque:
+        return self._force_torque(ctx, self.density(ctx))
+
+    def _force_torque(self, ctx: HubContext, rho) -> ForceTorque:
         v_B = mv3(ctx.dcm_BN, self.velocity_N(ctx))
         v2 = dot3(v_B, v_B)
         moving = v2 > _MIN_SPEED**2
@@ -175,7 +178,7 @@ class Drag(AbstractDynamicEffector):
         F_B = (
             jnp.where(
                 moving,
-                -0.5 * self.drag_coefficient(ctx) * self.area * self.density(ctx) * speed,
+                -0.5 * self.drag_coefficient(ctx) * self.area * rho * speed,
                 0.0,
             )
             * v_B
@@ -191,9 +194,10 @@ class Drag(AbstractDynamicEffector):
     }
 
     def outputs(self, ctx: HubContext) -> dict:
-        ft = self.force_torque(ctx)
+        rho = self.density(ctx)  # once: an atmosphere model may be costly to compile
+        ft = self._force_torque(ctx, rho)
         return {
-            "density": self.density(ctx),
+            "density": rho,
             "Cd": self.drag_coefficient(ctx),
             "force_B": ft.force_B,
             "torque_B": ft.torque_B,
