@@ -37,10 +37,12 @@ F. L. Markley, J. L. Crassidis, *Fundamentals of Spacecraft Attitude Determinati
 Springer 2014, sec. 3.4 (centered dipole).
 """
 
+from collections.abc import Sequence
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsim import AbstractClock, AbstractDiscreteModel
 from jaxsim.kinematics import cross3, dcm_to_mrp, dcm_to_quat, dot3, mrp_to_dcm
@@ -130,7 +132,14 @@ class StarTracker(eqx.Module):
     noise: _Noise
     name: str = eqx.field(static=True)
 
-    def __init__(self, dcm_CB=None, *, noise_std=None, walk_bounds=None, name: str = "st"):
+    def __init__(
+        self,
+        dcm_CB: Float[ArrayLike, "3 3"] | None = None,
+        *,
+        noise_std: Float[ArrayLike, "3"] | None = None,
+        walk_bounds: Float[ArrayLike, "3"] | None = None,
+        name: str = "st",
+    ):
         c = "StarTracker"
         self.dcm_CB = _dcm(c, "dcm_CB", dcm_CB)
         self.noise = _noise(c, noise_std, walk_bounds, 3, "-")
@@ -195,7 +204,16 @@ class CenteredDipole(eqx.Module):
     r_PN_N: Float[Array, "3"]
     dcm_PN: Float[Array, "3 3"]
 
-    def __init__(self, g10, g11, h11, planet_radius, *, r_PN_N=None, dcm_PN=None):
+    def __init__(
+        self,
+        g10: Float[ArrayLike, ""],
+        g11: Float[ArrayLike, ""],
+        h11: Float[ArrayLike, ""],
+        planet_radius: Float[ArrayLike, ""],
+        *,
+        r_PN_N: Float[ArrayLike, "3"] | None = None,
+        dcm_PN: Float[ArrayLike, "3 3"] | None = None,
+    ):
         c = "CenteredDipole"
         self.g10 = as_array(c, "g10", g10, "T", ())
         self.g11 = as_array(c, "g11", g11, "T", ())
@@ -242,14 +260,14 @@ class Magnetometer(eqx.Module):
     def __init__(
         self,
         field: CenteredDipole,
-        dcm_SB=None,
+        dcm_SB: Float[ArrayLike, "3 3"] | None = None,
         *,
-        bias=None,
-        scale_factor=1.0,
-        noise_std=None,
-        walk_bounds=None,
-        min_output=None,
-        max_output=None,
+        bias: Float[ArrayLike, "3"] | None = None,
+        scale_factor: Float[ArrayLike, ""] = 1.0,
+        noise_std: Float[ArrayLike, "3"] | None = None,
+        walk_bounds: Float[ArrayLike, "3"] | None = None,
+        min_output: Float[ArrayLike, ""] | None = None,
+        max_output: Float[ArrayLike, ""] | None = None,
         name: str = "tam",
     ):
         c = "Magnetometer"
@@ -329,18 +347,18 @@ class CoarseSunSensors(eqx.Module):
 
     def __init__(
         self,
-        nHat_B,
-        r_sun_N,
+        nHat_B: Float[ArrayLike, "n 3"],
+        r_sun_N: Float[ArrayLike, "3"],
         *,
-        fov=jnp.pi / 2,
-        scale_factor=1.0,
-        bias=None,
-        kelly_factor=0.0,
-        noise_std=None,
-        walk_bounds=None,
-        min_output=0.0,
-        max_output=None,
-        occulter_radius=None,
+        fov: Float[ArrayLike, ""] = jnp.pi / 2,
+        scale_factor: Float[ArrayLike, ""] = 1.0,
+        bias: Float[ArrayLike, " n"] | None = None,
+        kelly_factor: Float[ArrayLike, ""] = 0.0,
+        noise_std: Float[ArrayLike, " n"] | None = None,
+        walk_bounds: Float[ArrayLike, " n"] | None = None,
+        min_output: Float[ArrayLike, ""] = 0.0,
+        max_output: Float[ArrayLike, ""] | None = None,
+        occulter_radius: Float[ArrayLike, ""] | None = None,
         name: str = "css",
     ):
         c = "CoarseSunSensors"
@@ -479,21 +497,21 @@ class IMU(eqx.Module):
 
     def __init__(
         self,
-        dcm_PB=None,
-        sensor_pos_B=None,
+        dcm_PB: Float[ArrayLike, "3 3"] | None = None,
+        sensor_pos_B: Float[ArrayLike, "3"] | None = None,
         *,
-        gyro_bias=None,
-        gyro_scale=None,
-        gyro_lsb=0.0,
-        gyro_max=None,
-        gyro_noise_std=None,
-        gyro_walk_bounds=None,
-        accel_bias=None,
-        accel_scale=None,
-        accel_lsb=0.0,
-        accel_max=None,
-        accel_noise_std=None,
-        accel_walk_bounds=None,
+        gyro_bias: Float[ArrayLike, "3"] | None = None,
+        gyro_scale: Float[ArrayLike, "3"] | None = None,
+        gyro_lsb: Float[ArrayLike, ""] = 0.0,
+        gyro_max: Float[ArrayLike, ""] | None = None,
+        gyro_noise_std: Float[ArrayLike, "3"] | None = None,
+        gyro_walk_bounds: Float[ArrayLike, "3"] | None = None,
+        accel_bias: Float[ArrayLike, "3"] | None = None,
+        accel_scale: Float[ArrayLike, "3"] | None = None,
+        accel_lsb: Float[ArrayLike, ""] = 0.0,
+        accel_max: Float[ArrayLike, ""] | None = None,
+        accel_noise_std: Float[ArrayLike, "3"] | None = None,
+        accel_walk_bounds: Float[ArrayLike, "3"] | None = None,
         name: str = "imu",
     ):
         c = "IMU"
@@ -647,7 +665,15 @@ class SimpleNav(eqx.Module):
 
     noise_dim = 15
 
-    def __init__(self, r_sun_N=None, *, noise_std=None, walk_bounds=None, bias=None, name="nav"):
+    def __init__(
+        self,
+        r_sun_N: Float[ArrayLike, "3"] | None = None,
+        *,
+        noise_std: Float[ArrayLike, "15"] | None = None,
+        walk_bounds: Float[ArrayLike, "15"] | None = None,
+        bias: Float[ArrayLike, "15"] | None = None,
+        name: str = "nav",
+    ):
         c = "SimpleNav"
         self.r_sun_N = None if r_sun_N is None else as_array(c, "r_sun_N", r_sun_N, "m", (3,))
         self.bias = (
@@ -747,10 +773,10 @@ class Sensors(AbstractDiscreteModel):
     def __init__(
         self,
         clock: AbstractClock,
-        sensors,
+        sensors: "Sequence[StarTracker | Magnetometer | CoarseSunSensors | IMU | SimpleNav]",
         *,
-        key=None,
-        samples=None,
+        key: Array | None = None,
+        samples: Float[ArrayLike, "ticks n"] | None = None,
         spacecraft: str | None = None,
         tick_at_t0: bool = True,
         sequential: bool = False,
