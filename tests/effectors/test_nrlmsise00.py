@@ -127,33 +127,36 @@ def test_matches_pymsis_version_0(model, mode):
 
 @pytest.fixture(scope="module")
 def run_atmosphere():
-    """The atmosphere during the Bastille Day storm (2000-07-15, Ap 164) and its jitted programs:
-    `evaluate(t, r_N) -> (inputs, outputs)` and `value_and_grad(t, r_N)` of the log density."""
+    """The atmosphere during the Bastille Day storm (2000-07-15, Ap 164) and one jitted program
+    `probe(t, r_N) -> (inputs, outputs, log density, its gradient w.r.t. r_N)` (one compile)."""
     epoch = fx.astro.Epoch("2000-07-15T10:00:00Z")
     sw = fx.SpaceWeather.from_csv(SPACE_WEATHER, epoch, "2000-07-16")
     atm = fx.NRLMSISE00Atmosphere(epoch, sw)
-    evaluate = _jit(lambda t, r: (atm.inputs(t, r), atm.evaluate(t, r)))
-    log_rho = lambda t, r: jnp.log(atm.density_at(t, r))
-    return atm, evaluate, _jit(jax.value_and_grad(log_rho, argnums=1))
+
+    def probe(t, r):
+        log_rho, grad = jax.value_and_grad(lambda r: jnp.log(atm.density_at(t, r)))(r)
+        return atm.inputs(t, r), atm.evaluate(t, r), log_rho, grad
+
+    return atm, _jit(probe)
 
 
 def test_gradient_wrt_position_matches_central_differences(run_atmosphere):
-    _, _, value_and_grad = run_atmosphere
+    _, probe = run_atmosphere
     h = 1.0  # [m]
     for r in ([6.778e6, 1.0e5, 2.0e5], [2.0e6, -4.0e6, 5.0e6], [-1.0e6, 3.0e5, 6.48e6]):
         r = jnp.asarray(r)
-        _, g = value_and_grad(1800.0, r)
-        fd = [(value_and_grad(1800.0, r + h * e)[0] - value_and_grad(1800.0, r - h * e)[0]) / (2 * h)
+        g = probe(1800.0, r)[3]
+        fd = [(probe(1800.0, r + h * e)[2] - probe(1800.0, r - h * e)[2]) / (2 * h)
               for e in jnp.eye(3)]  # fmt: skip
         np.testing.assert_allclose(np.asarray(g), np.array(fd), rtol=GRAD_RTOL,
                                    atol=GRAD_RTOL * 1e-4)  # fmt: skip
 
 
 def test_inputs_along_a_run_match_the_model_at_the_geodetic_point(run_atmosphere, model):
-    atm, evaluate, _ = run_atmosphere
+    atm, probe = run_atmosphere
     t = 5400.0  # 2000-07-15 11:30 UTC
     r_N = jnp.asarray([3.5e6, -4.5e6, 4.0e6])
-    x, out = evaluate(t, r_N)
+    x, out, _, _ = probe(t, r_N)
     assert float(x["doy"]) == 197.0 and float(x["sec"]) == 41400.0
     # Earth-fixed position from the geodetic coordinates on the WGS84 ellipsoid, back to N
     a, f = fx.astro.EARTH.radius_equatorial, fx.astro.EARTH.flattening
@@ -178,12 +181,12 @@ def test_inputs_along_a_run_match_the_model_at_the_geodetic_point(run_atmosphere
 
 
 def test_outside_the_span_or_the_domain_is_an_error(run_atmosphere):
-    _, evaluate, _ = run_atmosphere
+    _, probe = run_atmosphere
     with pytest.raises(Exception, match="outside the space weather's span 2000-07-15 00:00 to "
                        "2000-07-16 24:00"):  # fmt: skip
-        jax.block_until_ready(evaluate(3 * 86400.0, jnp.asarray([6.778e6, 0.0, 0.0])))
+        jax.block_until_ready(probe(3 * 86400.0, jnp.asarray([6.778e6, 0.0, 0.0])))
     with pytest.raises(Exception, match="altitude below 72.5 km"):
-        jax.block_until_ready(evaluate(0.0, jnp.asarray([6.4e6, 0.0, 0.0])))
+        jax.block_until_ready(probe(0.0, jnp.asarray([6.4e6, 0.0, 0.0])))
 
 
 def test_simulate_refuses_a_run_past_the_space_weather(run_atmosphere):
