@@ -43,6 +43,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 
 _DATA = Path(__file__).parent / "_data" / "nrlmsise00.npz"
@@ -432,14 +433,14 @@ def _ccor2(alt, r, h1, zh, h2):
 
 
 def nrlmsise00(
-    doy,
-    sec,
-    alt,
-    lat,
-    lon,
-    f107,
-    f107a,
-    ap,
+    doy: Float[ArrayLike, ""],
+    sec: Float[ArrayLike, ""],
+    alt: Float[ArrayLike, ""],
+    lat: Float[ArrayLike, ""],
+    lon: Float[ArrayLike, ""],
+    f107: Float[ArrayLike, ""],
+    f107a: Float[ArrayLike, ""],
+    ap: Float[ArrayLike, "7"] | Float[ArrayLike, ""],
     *,
     ap_mode: str = "history",
 ) -> NRLMSISE00Output:

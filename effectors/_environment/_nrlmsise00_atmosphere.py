@@ -19,6 +19,7 @@ from jaxsim.validation import is_concrete, spans_checked
 from ..astro._bodies import EARTH, Body
 from ..astro._rotation import EarthRotation
 from ..astro._teme import geodetic
+from ..astro._time import Epoch
 from ._nrlmsise00 import ALTITUDE_MIN, NRLMSISE00Output, nrlmsise00
 from ._space_weather import SpaceWeather, _day_number, _iso_day
 
@@ -71,7 +72,7 @@ class NRLMSISE00Atmosphere(eqx.Module):
 
     def __init__(
         self,
-        epoch,
+        epoch: Epoch,
         space_weather: SpaceWeather,
         *,
         ap_mode: str = "history",

@@ -21,6 +21,7 @@ from pathlib import Path
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 
 _DAY = 86400.0  # [s]
@@ -80,7 +81,15 @@ class SpaceWeather(eqx.Module):
     ap_daily: jnp.ndarray  # (n_days,)
     ap_3h: jnp.ndarray  # (8 n_days,)
 
-    def __init__(self, day0, f107_obs, f107a, ap_daily, ap_3h, source):
+    def __init__(
+        self,
+        day0: int,
+        f107_obs: Float[ArrayLike, " n"],
+        f107a: Float[ArrayLike, " n"],
+        ap_daily: Float[ArrayLike, " n"],
+        ap_3h: Float[ArrayLike, " m"],
+        source: str,
+    ):
         cls = "SpaceWeather"
         arrays = [np.asarray(a, dtype=float) for a in (f107_obs, f107a, ap_daily, ap_3h)]
         n = arrays[0].shape[0]
