@@ -105,6 +105,16 @@ def _inverse_3x3(m):
     return jnp.where(ok, adj * inv, 0.0), ok
 
 
+def _cos_values(cls: str, cos_values, n: int):
+    """The sensors' cosine values as a float array of shape `(n,)`, else a ValueError."""
+    y = jnp.asarray(cos_values, dtype=float)
+    if y.shape != (n,):
+        raise ValueError(
+            f"{cls}: `cos_values` [-] must have shape ({n},), one per sensor; got {y.shape}."
+        )
+    return y
+
+
 class CSSWlsEst(eqx.Module):
     r"""Sun heading and partial body rate from a coarse-sun-sensor constellation by weighted
     least squares (Basilisk `cssWlsEst`; module docstring).
@@ -156,13 +166,7 @@ class CSSWlsEst(eqx.Module):
         }
 
     def __call__(self, t, cos_values, z: dict) -> tuple[dict, dict]:
-        y = jnp.asarray(cos_values, dtype=float)
-        n = self.nHat_B.shape[0]
-        if y.shape != (n,):
-            raise ValueError(
-                f"CSSWlsEst: `cos_values` [-] must have shape ({n},), one per sensor; got "
-                f"{y.shape}."
-            )
+        y = _cos_values("CSSWlsEst", cos_values, self.nHat_B.shape[0])
         t = jnp.asarray(t, dtype=float)
         dt = jnp.where(z["prior_time"] == 0.0, 0.0, t - z["prior_time"])
         active = y > self.sensorUseThresh
@@ -418,13 +422,8 @@ class SunlineEKF(eqx.Module):
         return X, x_bar, P_bar
 
     def __call__(self, t, cos_values, z: dict) -> tuple[dict, dict]:
-        y_cos = jnp.asarray(cos_values, dtype=float)
         n = self.nHat_B.shape[0]
-        if y_cos.shape != (n,):
-            raise ValueError(
-                f"SunlineEKF: `cos_values` [-] must have shape ({n},), one per sensor; got "
-                f"{y_cos.shape}."
-            )
+        y_cos = _cos_values("SunlineEKF", cos_values, n)
         t = jnp.asarray(t, dtype=float)
         X, x_bar, P_bar = self._time_update(z, t)
         active = y_cos > self.sensorUseThresh

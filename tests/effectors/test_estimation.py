@@ -75,15 +75,16 @@ def _css_values():
     return normals, cbias, times, values
 
 
-def _basilisk_css(normals, cbias, times, values, thresh, use_weights):
+def _basilisk_task(module_class, normals, cbias, settings):
+    """A Basilisk simulation with `module_class` in a 0.5 s task, reading the constellation
+    (`CSSConfigMsg`) and a `CSSArraySensorMsg`; `(sim, module, write(values, t))`."""
     from Basilisk.architecture import messaging
-    from Basilisk.fswAlgorithms import cssWlsEst
     from Basilisk.utilities import SimulationBaseClass, macros
 
     sim = SimulationBaseClass.SimBaseClass()
-    sim.CreateNewProcess("fsw").addTask(sim.CreateNewTask("css", macros.sec2nano(0.5)))
-    module = cssWlsEst.cssWlsEst()
-    sim.AddModelToTask("css", module)
+    sim.CreateNewProcess("fsw").addTask(sim.CreateNewTask("fsw", macros.sec2nano(0.5)))
+    module = module_class()
+    sim.AddModelToTask("fsw", module)
     config = messaging.CSSConfigMsgPayload()
     units = []
     for n, c in zip(normals, cbias):
@@ -95,22 +96,35 @@ def _basilisk_css(normals, cbias, times, values, thresh, use_weights):
     data_msg = messaging.CSSArraySensorMsg()
     module.cssConfigInMsg.subscribeTo(config_msg)
     module.cssDataInMsg.subscribeTo(data_msg)
-    module.sensorUseThresh = thresh
-    module.useWeights = int(use_weights)
+    for name, value in settings.items():
+        setattr(module, name, value)
     pad = [0.0] * (messaging.MAX_NUM_CSS_SENSORS - len(normals))
 
-    def write(v):
+    def write(values, t):  # the sensors write at the call time
         payload = messaging.CSSArraySensorMsgPayload()
-        payload.CosValue = list(v) + pad
-        data_msg.write(payload)
+        payload.CosValue = list(values) + pad
+        data_msg.write(payload, macros.sec2nano(t))
 
-    write(values[0])
+    return sim, module, write
+
+
+def _step_to(sim, t):
+    from Basilisk.utilities import macros
+
+    sim.ConfigureStopTime(macros.sec2nano(t))
+    sim.ExecuteSimulation()
+
+
+def _basilisk_css(normals, cbias, times, values, thresh, use_weights):
+    from Basilisk.fswAlgorithms import cssWlsEst
+
+    settings = {"sensorUseThresh": thresh, "useWeights": int(use_weights)}
+    sim, module, write = _basilisk_task(cssWlsEst.cssWlsEst, normals, cbias, settings)
     sim.InitializeSimulation()
     out = []
     for t, v in zip(times, values):
-        write(v)  # read by the module's call at t
-        sim.ConfigureStopTime(macros.sec2nano(t))
-        sim.ExecuteSimulation()
+        write(v, t)
+        _step_to(sim, t)
         nav = module.navStateOutMsg.read()
         out.append(
             (
@@ -144,38 +158,16 @@ def test_css_wls_matches_live_basilisk(use_weights):
 
 
 def _basilisk_sunline(normals, cbias, times, values, settings, state0, covar0):
-    from Basilisk.architecture import messaging
     from Basilisk.fswAlgorithms import sunlineEKF
-    from Basilisk.utilities import SimulationBaseClass, macros
 
-    sim = SimulationBaseClass.SimBaseClass()
-    sim.CreateNewProcess("fsw").addTask(sim.CreateNewTask("ekf", macros.sec2nano(0.5)))
-    module = sunlineEKF.sunlineEKF()
-    sim.AddModelToTask("ekf", module)
-    config = messaging.CSSConfigMsgPayload()
-    units = []
-    for n, c in zip(normals, cbias):
-        unit = messaging.CSSUnitConfigMsgPayload()
-        unit.CBias, unit.nHat_B = float(c), n.tolist()
-        units.append(unit)
-    config.cssVals, config.nCSS = units, len(units)
-    config_msg = messaging.CSSConfigMsg().write(config)
-    data_msg = messaging.CSSArraySensorMsg()
-    module.cssConfigInMsg.subscribeTo(config_msg)
-    module.cssDataInMsg.subscribeTo(data_msg)
-    for name, value in settings.items():
-        setattr(module, name, value)
+    sim, module, write = _basilisk_task(sunlineEKF.sunlineEKF, normals, cbias, settings)
     module.state = list(state0)
     module.covar = np.asarray(covar0).ravel().tolist()
-    pad = [0.0] * (messaging.MAX_NUM_CSS_SENSORS - len(normals))
     sim.InitializeSimulation()
     out = []
     for t, v in zip(times, values):
-        payload = messaging.CSSArraySensorMsgPayload()
-        payload.CosValue = list(v) + pad
-        data_msg.write(payload, macros.sec2nano(t))  # the sensors write at the call time
-        sim.ConfigureStopTime(macros.sec2nano(t))
-        sim.ExecuteSimulation()
+        write(v, t)
+        _step_to(sim, t)
         filt = module.filtDataOutMsg.read()
         out.append(
             (
