@@ -151,6 +151,9 @@ def _instances() -> dict:
             [0.0, 0.0, 1.0], [6378e3, 0.0, 0.0], use_boresight_rate_damping=True
         ),
         "AttTrackingError": fx.AttTrackingError([0.01, 0.0, 0.0]),
+        "CSSWlsEst": fx.CSSWlsEst(np.eye(3), CBias=[1.0, 0.9, 1.1], sensorUseThresh=0.1),
+        "SunlineEKF": fx.SunlineEKF(np.eye(3), qProcVal=1e-6, qObsVal=4e-6, eKFSwitch=5.0),
+        "AttitudeMEKF": fx.AttitudeMEKF(3e-5, 3e-8, [1e-4, 1e-4, 2e-4]),
         "ThrFiringSchmitt": fx.ThrFiringSchmitt([1.0, 2.0], 0.02, 0.6, 0.3, base_thrust_state=1),
         "StarTracker": fx.StarTracker(np.eye(3), noise_std=[1e-5] * 3, walk_bounds=[1e-4] * 3),
         "CenteredDipole": fx.CenteredDipole(-3e-5, -2e-6, 6e-6, 6371.2e3),
