@@ -2,14 +2,16 @@
 depend on the private modules where jaxsim's and effectors' functions live, and still tells
 programs apart.
 
-Oracles: a store written now resumes after the functions and classes its member uses move to
-other modules, adopting its computed chunk unchanged, its values equal to a fresh run's; a store
+Oracles: a store written with every library object named by its module before the move (issue
+40's map of moves, `tests/data/layout_moves.txt`) resumes on the current layout, adopting its
+computed chunk unchanged, its values equal to a fresh run's; a store
 written at 590c771 (`tests/data/campaign_pre_layout`, see its README), whose program has changed
 since, is refused and left untouched; a host callback into a library function fingerprints the
 same after that function moves to another module, and differently after it changes name."""
 
 import json
 import shutil
+import sys
 import types
 
 import jax
@@ -21,6 +23,7 @@ import effectors as fx
 import effectors.scenarios
 import jaxsim as js
 from jaxsim import montecarlo as mc
+from jaxsim._model import _validation
 from jaxsim.montecarlo import _fingerprint
 from tests.helpers import DATA
 
@@ -57,20 +60,59 @@ def test_store_of_an_older_program_is_refused_untouched(tmp_path):
     assert after == before
 
 
-def test_store_resumes_after_its_library_moves(tmp_path, monkeypatch):
-    """A store written now resumes after the library functions the member uses move to other
-    private modules (simulated by rewriting their `__module__`): the computed chunk is adopted
-    byte-identical and the values equal a fresh run's."""
+MOVES = (
+    DATA / "layout_moves.txt"
+)  # old module -> new module, issue 40's moves (see the data README)
+
+
+def _moves() -> dict:
+    """new module -> old module."""
+    pairs = [line.split(" -> ") for line in MOVES.read_text().splitlines() if " -> " in line]
+    return {new.strip(): old.strip() for old, new in pairs}
+
+
+def _as_before_the_move(monkeypatch) -> int:
+    """Every function and class defined in a moved module named by its module before the move
+    (as the library looked when a store written on the old layout was fingerprinted); the
+    number of objects renamed."""
+    back = _moves()
+    count = 0
+    for name, module in list(sys.modules.items()):
+        if name not in back or module is None:
+            continue
+        for obj in list(vars(module).values()):
+            if isinstance(obj, type | types.FunctionType) and obj.__module__ == name:
+                monkeypatch.setattr(obj, "__module__", back[name])
+                count += 1
+    return count
+
+
+def layout_member(p):
+    """`member` with a host callback into a library function that moved (`is_concrete`,
+    `jaxsim._validation` before the move): the callback's function is fingerprinted by name."""
+    out = member(p)
+    jax.debug.callback(_validation.is_concrete, out["omega"])
+    return out
+
+
+def test_store_written_on_the_old_layout_resumes(tmp_path, monkeypatch):
+    """A store written with every library object named by its module before the move (issue 40's
+    map, 590c771 -> the stage folders) resumes on the current names: the computed chunk is
+    adopted byte-identical and the values equal a fresh run's. (Under the old rule, which hashed
+    a library function's module, the callback's `jaxsim._validation` against
+    `jaxsim._model._validation` refused the resume.)"""
     folder = tmp_path / "campaign"
-    mc.run_campaign(member, PARAMS, folder, chunk_size=SIZE, max_chunks=1)
+    with monkeypatch.context() as old_layout:
+        assert _as_before_the_move(old_layout) > 100
+        assert _validation.is_concrete.__module__ == "jaxsim._validation"
+        mc.run_campaign(layout_member, PARAMS, folder, chunk_size=SIZE, max_chunks=1)
+    assert _validation.is_concrete.__module__ == "jaxsim._model._validation"
     first = (folder / "chunks" / "chunk_000000.json").read_bytes()
     assert not (folder / "chunks" / "chunk_000001.json").exists()
-    for obj in (js.simulate, fx.scenarios.combined, type(fx.scenarios.combined()[0])):
-        monkeypatch.setattr(obj, "__module__", obj.__module__.split(".")[0] + "._moved")
-    resumed = mc.run_campaign(member, PARAMS, folder, chunk_size=SIZE)
+    resumed = mc.run_campaign(layout_member, PARAMS, folder, chunk_size=SIZE)
     assert (folder / "chunks" / "chunk_000000.json").read_bytes() == first
     assert json.loads((folder / "chunks" / "chunk_000001.json").read_text())
-    fresh = mc.run_campaign(member, PARAMS, tmp_path / "fresh", chunk_size=SIZE)
+    fresh = mc.run_campaign(layout_member, PARAMS, tmp_path / "fresh", chunk_size=SIZE)
     assert bool(np.all(resumed.ok))
     np.testing.assert_array_equal(resumed.outputs["omega"], fresh.outputs["omega"])
 
