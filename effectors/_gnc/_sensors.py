@@ -94,6 +94,24 @@ class _Noise(eqx.Module):
         return jnp.clip(e + step, -self.walk_bounds, self.walk_bounds)
 
 
+class _NoisySensor(eqx.Module):
+    """A sensor whose only discrete state is its noise (`_Noise`): the noise settings read back
+    under their constructor names, and the initial error."""
+
+    noise: eqx.AbstractVar[_Noise]
+
+    @property
+    def noise_std(self):
+        return self.noise.std
+
+    @property
+    def walk_bounds(self):
+        return self.noise.walk_bounds
+
+    def init_state(self):
+        return {"error": self.noise.init()}
+
+
 def _noise(c, std, walk_bounds, n, unit, prefix=""):
     sa, wa = f"{prefix}noise_std", f"{prefix}walk_bounds"
     s = jnp.zeros(n) if std is None else as_array(c, sa, std, unit, (n,))
@@ -117,7 +135,7 @@ def _saturate_args(c, lo, hi, unit):
 # Star tracker
 
 
-class StarTracker(eqx.Module):
+class StarTracker(_NoisySensor):
     r"""Star tracker (Basilisk `starTracker`): the attitude of the case frame $\mathcal C$.
 
     $[CN] = [CB]\,[BN(\boldsymbol\sigma_{B/N}\oplus\boldsymbol\sigma_e)]$ with $\boldsymbol\sigma_e$ the error MRP
@@ -145,18 +163,7 @@ class StarTracker(eqx.Module):
         self.noise = _noise(c, noise_std, walk_bounds, 3, "-")
         self.name = check_name(c, "name", name)
 
-    @property
-    def noise_std(self):
-        return self.noise.std
-
-    @property
-    def walk_bounds(self):
-        return self.noise.walk_bounds
-
     noise_dim = 3
-
-    def init_state(self):
-        return {"error": self.noise.init()}
 
     def __call__(self, t, truth, z, w):
         e = self.noise(z["error"], w)
@@ -232,7 +239,7 @@ class CenteredDipole(eqx.Module):
         return self.dcm_PN.T @ B_P
 
 
-class Magnetometer(eqx.Module):
+class Magnetometer(_NoisySensor):
     r"""Three-axis magnetometer (Basilisk `magnetometer`).
 
     ${}^S\mathbf B = [SB][BN]\,{}^N\mathbf B$, measured
@@ -281,17 +288,6 @@ class Magnetometer(eqx.Module):
         self.min_output, self.max_output = _saturate_args(c, min_output, max_output, "T")
         self.name = check_name(c, "name", name)
 
-    @property
-    def noise_std(self):
-        return self.noise.std
-
-    @property
-    def walk_bounds(self):
-        return self.noise.walk_bounds
-
-    def init_state(self):
-        return {"error": self.noise.init()}
-
     def __call__(self, t, truth, z, w):
         B_N = self.field(truth["r_BN_N"])
         B_S = self.dcm_SB @ (mrp_to_dcm(truth["sigma_BN"]) @ B_N)
@@ -311,7 +307,7 @@ class Magnetometer(eqx.Module):
 # Coarse sun sensors
 
 
-class CoarseSunSensors(eqx.Module):
+class CoarseSunSensors(_NoisySensor):
     r"""A constellation of coarse sun sensors (Basilisk `coarseSunSensor` units in a
     `CSSConstellation`), one output per sensor.
 
@@ -384,19 +380,8 @@ class CoarseSunSensors(eqx.Module):
         self.name = check_name(c, "name", name)
 
     @property
-    def noise_std(self):
-        return self.noise.std
-
-    @property
-    def walk_bounds(self):
-        return self.noise.walk_bounds
-
-    @property
     def noise_dim(self):
         return self.nHat_B.shape[0]
-
-    def init_state(self):
-        return {"error": self.noise.init()}
 
     def __call__(self, t, truth, z, w):
         r = jnp.asarray(truth["r_BN_N"], float)
@@ -645,7 +630,7 @@ class IMU(eqx.Module):
 # Navigation
 
 
-class SimpleNav(eqx.Module):
+class SimpleNav(_NoisySensor):
     r"""Navigation output with optional errors (Basilisk `simpleNav`).
 
     Attitude message: `sigma_BN` $=\boldsymbol\sigma_{B/N}\oplus\boldsymbol\sigma_e$, `omega_BN_B` $+\,\mathbf e_\omega$,
@@ -683,17 +668,6 @@ class SimpleNav(eqx.Module):
         )
         self.noise = _noise(c, noise_std, walk_bounds, 15, "m, m/s, -, rad/s, -")
         self.name = check_name(c, "name", name)
-
-    @property
-    def noise_std(self):
-        return self.noise.std
-
-    @property
-    def walk_bounds(self):
-        return self.noise.walk_bounds
-
-    def init_state(self):
-        return {"error": self.noise.init()}
 
     def __call__(self, t, truth, z, w):
         e = self.noise(z["error"], w)
